@@ -1,0 +1,189 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// VerticalScaler condition types, besides ConditionReady.
+const (
+	// ConditionDeploymentFound is True when the Deployment named by spec.deploymentName exists.
+	ConditionDeploymentFound = "DeploymentFound"
+	// ConditionRecommendationProvided is True when usage metrics gave a recommendation.
+	ConditionRecommendationProvided = "RecommendationProvided"
+	// ConditionApplied is True when the Deployment's containers carry the recommendation
+	// (always False in updateMode Off).
+	ConditionApplied = "Applied"
+)
+
+// UpdateMode says whether a VerticalScaler only recommends or also applies.
+// +kubebuilder:validation:Enum=Off;Auto
+type UpdateMode string
+
+// The update modes.
+const (
+	// UpdateModeOff writes the recommendation to status only.
+	UpdateModeOff UpdateMode = "Off"
+	// UpdateModeAuto also writes the recommendation to the Deployment's containers, which rolls
+	// its Pods.
+	UpdateModeAuto UpdateMode = "Auto"
+)
+
+// ControlledValues says which of a container's resource values a VerticalScaler sets.
+// +kubebuilder:validation:Enum=RequestsOnly;RequestsAndLimits
+type ControlledValues string
+
+// The controlled values.
+const (
+	// ControlledRequestsOnly sets requests and leaves limits alone.
+	ControlledRequestsOnly ControlledValues = "RequestsOnly"
+	// ControlledRequestsAndLimits sets requests, and scales limits in proportion to requests.
+	ControlledRequestsAndLimits ControlledValues = "RequestsAndLimits"
+)
+
+// DefaultContainerPolicyName is the containerName of the policy that applies to every container
+// without a policy of its own.
+const DefaultContainerPolicyName = "*"
+
+// VerticalScalerSpec names a Deployment and says how to size its containers.
+type VerticalScalerSpec struct {
+	// DeploymentName is the name of a Deployment in the VerticalScaler's namespace. The
+	// VerticalScaler does not own it: deleting the VerticalScaler leaves the Deployment alone.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a Deployment name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	DeploymentName string `json:"deploymentName"`
+
+	// UpdateMode is Off (recommend only) or Auto (also apply to the Deployment).
+	// +optional
+	// +kubebuilder:default=Off
+	UpdateMode UpdateMode `json:"updateMode,omitempty"`
+
+	// ContainerPolicies bound and scope the recommendation per container; containerName "*"
+	// applies to every container without a policy of its own. At most 7: the API server's
+	// budget for the CEL rule that checks minAllowed against maxAllowed allows no more.
+	// +optional
+	// +listType=map
+	// +listMapKey=containerName
+	// +kubebuilder:validation:MaxItems=7
+	ContainerPolicies []ContainerPolicy `json:"containerPolicies,omitempty"`
+}
+
+// ContainerPolicy bounds and scopes the recommendation for one container.
+// +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !('cpu' in self.minAllowed) || !('cpu' in self.maxAllowed) || quantity(string(self.minAllowed['cpu'])).compareTo(quantity(string(self.maxAllowed['cpu']))) <= 0",message="minAllowed.cpu must not exceed maxAllowed.cpu"
+// +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !('memory' in self.minAllowed) || !('memory' in self.maxAllowed) || quantity(string(self.minAllowed['memory'])).compareTo(quantity(string(self.maxAllowed['memory']))) <= 0",message="minAllowed.memory must not exceed maxAllowed.memory"
+type ContainerPolicy struct {
+	// ContainerName is the name of a container of the Deployment's Pod template, or "*".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a container name (lowercase letters, digits and '-') or '*'"
+	ContainerName string `json:"containerName"`
+
+	// MinAllowed is the smallest recommendation that is applied, per resource.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=2
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r == 'cpu' || r == 'memory')",message="only cpu and memory are supported"
+	MinAllowed corev1.ResourceList `json:"minAllowed,omitempty"`
+
+	// MaxAllowed is the largest recommendation that is applied, per resource.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=2
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r == 'cpu' || r == 'memory')",message="only cpu and memory are supported"
+	MaxAllowed corev1.ResourceList `json:"maxAllowed,omitempty"`
+
+	// ControlledResources are the resources the VerticalScaler sets; default cpu and memory.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	ControlledResources []ControlledResource `json:"controlledResources,omitempty"`
+
+	// ControlledValues is RequestsOnly or RequestsAndLimits (default).
+	// +optional
+	// +kubebuilder:default=RequestsAndLimits
+	ControlledValues ControlledValues `json:"controlledValues,omitempty"`
+}
+
+// ControlledResource is a resource a VerticalScaler may set.
+// +kubebuilder:validation:Enum=cpu;memory
+type ControlledResource string
+
+// VerticalScalerStatus is what the verticalscaler controller observed and recommends.
+type VerticalScalerStatus struct {
+	// Recommendation is the latest recommendation, kept when metrics become unavailable.
+	// +optional
+	Recommendation *Recommendation `json:"recommendation,omitempty"`
+
+	// Applied is "True" when the Deployment carries the recommendation; it feeds a printer column.
+	// +optional
+	Applied bool `json:"applied,omitempty"`
+
+	// ObservedGeneration is the generation of the spec last carried out without error.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are DeploymentFound, RecommendationProvided, Applied and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Recommendation holds one recommendation per container.
+type Recommendation struct {
+	// ContainerRecommendations are per container, by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=containerName
+	ContainerRecommendations []ContainerRecommendation `json:"containerRecommendations,omitempty"`
+}
+
+// ContainerRecommendation is the recommended requests for one container.
+type ContainerRecommendation struct {
+	// ContainerName is the container's name.
+	ContainerName string `json:"containerName"`
+	// Target is the recommended requests, clamped to the policy's bounds.
+	Target corev1.ResourceList `json:"target"`
+	// LowerBound is the smallest requests that still look safe.
+	// +optional
+	LowerBound corev1.ResourceList `json:"lowerBound,omitempty"`
+	// UpperBound is the largest requests worth giving.
+	// +optional
+	UpperBound corev1.ResourceList `json:"upperBound,omitempty"`
+	// UncappedTarget is the target before clamping to the policy's bounds.
+	// +optional
+	UncappedTarget corev1.ResourceList `json:"uncappedTarget,omitempty"`
+}
+
+// VerticalScaler keeps the CPU and memory of a Deployment's containers right, from their usage.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=vs
+// +kubebuilder:printcolumn:name="Deployment",type="string",JSONPath=".spec.deploymentName"
+// +kubebuilder:printcolumn:name="Mode",type="string",JSONPath=".spec.updateMode"
+// +kubebuilder:printcolumn:name="Applied",type="boolean",JSONPath=".status.applied"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type VerticalScaler struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec VerticalScalerSpec `json:"spec"`
+	// +optional
+	Status VerticalScalerStatus `json:"status,omitempty"`
+}
+
+// VerticalScalerList is a list of VerticalScalers.
+//
+// +kubebuilder:object:root=true
+type VerticalScalerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VerticalScaler `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VerticalScaler{}, &VerticalScalerList{})
+}

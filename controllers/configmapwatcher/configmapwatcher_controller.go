@@ -1,0 +1,172 @@
+package configmapwatcher
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/apply"
+	"github.com/example/switchboard/indexers"
+)
+
+// ControllerName names the controller in the table, in logs and metrics, and is its field
+// manager.
+const ControllerName = "configmapwatcher"
+
+// ReasonConfigMapMissing is the reason of the warning Event for a missing ConfigMap.
+const ReasonConfigMapMissing = "ConfigMapMissing"
+
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles opted-in Deployments.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads ConfigMaps from the API server: the cache holds only their metadata.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+}
+
+// SetupWithManager adds the controller to mgr; each trigger is a channel source whose events
+// name Deployments to reconcile.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, triggers ...<-chan event.GenericEvent) error {
+	configMaps := &metav1.PartialObjectMetadata{}
+	configMaps.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(opts).
+		For(&appsv1.Deployment{}, builder.WithPredicates(optedIn(), predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesMetadata(configMaps, handler.EnqueueRequestsFromMapFunc(r.deploymentsFor),
+			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+	for _, trigger := range triggers {
+		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
+}
+
+// optedIn lets through the events of Deployments that carry the reload annotation (before or
+// after the change).
+func optedIn() predicate.Predicate {
+	has := func(obj client.Object) bool {
+		_, ok := obj.GetAnnotations()[v1alpha1.ReloadAnnotation]
+		return ok
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return has(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return has(e.ObjectOld) || has(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return has(e.Object) },
+	}
+}
+
+// deploymentsFor maps a ConfigMap to the opted-in Deployments that reload on it, through the
+// shared index on the cache.
+func (r *Reconciler) deploymentsFor(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list appsv1.DeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{indexers.DeploymentConfigMapsField: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Deployments by ConfigMap failed")
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return requests
+}
+
+// Reconcile sets an opted-in Deployment's config hash from the data of the ConfigMaps it uses.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	deployment := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, deployment); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	names := indexers.DeploymentConfigMaps(deployment)
+	if len(names) == 0 || !deployment.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	configMaps, missing, err := r.readConfigMaps(ctx, deployment.Namespace, names)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(missing) > 0 {
+		// Not an error: retrying cannot help. The ConfigMap's creation triggers a reconcile.
+		r.warnMissing(ctx, deployment, missing)
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.applyHash(ctx, deployment, configHash(configMaps))
+}
+
+// readConfigMaps reads the named ConfigMaps from the API server and lists the missing ones.
+func (r *Reconciler) readConfigMaps(ctx context.Context, namespace string, names []string) ([]corev1.ConfigMap, []string, error) {
+	var found []corev1.ConfigMap
+	var missing []string
+	for _, name := range names {
+		var cm corev1.ConfigMap
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &cm)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, name)
+		case err != nil:
+			return nil, nil, fmt.Errorf("reading ConfigMap %s: %w", name, err)
+		default:
+			found = append(found, cm)
+		}
+	}
+	return found, missing, nil
+}
+
+// applyHash writes the hash to the Pod template unless it is already there.
+func (r *Reconciler) applyHash(ctx context.Context, deployment *appsv1.Deployment, hash string) error {
+	extracted, err := appsv1ac.ExtractDeployment(deployment, ControllerName)
+	if err != nil {
+		return fmt.Errorf("reading the fields %s owns on Deployment: %w", ControllerName, err)
+	}
+	var owned runtime.ApplyConfiguration = extracted
+	if extracted.Spec == nil {
+		owned = nil
+	}
+	desired := appsv1ac.Deployment(deployment.Name, deployment.Namespace).
+		WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().
+			WithAnnotations(map[string]string{v1alpha1.ConfigHashAnnotation: hash})))
+	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desired)
+	if err != nil {
+		return fmt.Errorf("Deployment: %w", err)
+	}
+	if changed {
+		previous := deployment.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]
+		ctrl.LoggerFrom(ctx).Info("Rolled Deployment", "fieldManager", ControllerName, "previousHash", previous, "hash", hash)
+		r.Recorder.Eventf(deployment, nil, corev1.EventTypeNormal, "ConfigChanged", "Roll",
+			"Rolled Deployment %s: the data of its ConfigMaps changed", deployment.Name)
+	}
+	return nil
+}
+
+// warnMissing says which referenced ConfigMaps are missing.
+func (r *Reconciler) warnMissing(ctx context.Context, deployment *appsv1.Deployment, missing []string) {
+	msg := fmt.Sprintf("not rolled: ConfigMap %s not found", strings.Join(missing, ", "))
+	ctrl.LoggerFrom(ctx).Info("ConfigMap missing; Deployment not rolled", "configMaps", missing)
+	r.Recorder.Eventf(deployment, nil, corev1.EventTypeWarning, ReasonConfigMapMissing, "Roll", "%s", msg)
+}
+

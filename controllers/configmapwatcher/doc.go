@@ -1,0 +1,21 @@
+// Package configmapwatcher is the configmapwatcher controller: it rolls the Deployments that use
+// a ConfigMap when that ConfigMap's data changes.
+//
+// Primary kind: Deployment, only those opted in with the app.example.com/reload annotation
+// ("true" for every ConfigMap the Pod template references, or a comma-separated list of names).
+// Watches: ConfigMaps, metadata only, mapped to the Deployments that reload on them through the
+// shared index indexers.DeploymentByConfigMap. The cache never holds ConfigMap data: the data of
+// the few ConfigMaps a Deployment uses is read from the API server when that Deployment is
+// reconciled.
+//
+// Writes: server-side apply under the field manager "configmapwatcher", owning only the Pod
+// template annotation app.example.com/config-hash, a hash of the referenced ConfigMaps' data
+// (sorted keys, data and binaryData). A new hash rolls the Pods; an equal hash writes nothing.
+// Because the hash lives on the Deployment, a restarted manager rolls exactly the Deployments
+// whose ConfigMaps changed while it was down, and a label-only change of a ConfigMap rolls
+// nothing. Opting a Deployment in writes the first hash, which rolls it once.
+//
+// A referenced ConfigMap that does not exist stops the roll: the Deployment keeps its hash, and
+// a warning Event and a log line say which ConfigMap is missing. When the ConfigMap comes back,
+// the Deployment rolls once if the data differs from what the hash says.
+package configmapwatcher

@@ -1,0 +1,50 @@
+package configmapwatcher
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// configHash hashes the data and binaryData of configMaps, in name order and key order, so that
+// only a change of data changes it. Lengths are written before every string, so that no two
+// different inputs give the same byte stream.
+func configHash(configMaps []corev1.ConfigMap) string {
+	sorted := append([]corev1.ConfigMap(nil), configMaps...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	h := sha256.New()
+	write := func(b []byte) {
+		var n [8]byte
+		for i, l := 0, uint64(len(b)); i < 8; i++ {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write(b)
+	}
+	for i := range sorted {
+		cm := &sorted[i]
+		write([]byte(cm.Name))
+		write([]byte("data"))
+		for _, k := range sortedKeys(cm.Data) {
+			write([]byte(k))
+			write([]byte(cm.Data[k]))
+		}
+		write([]byte("binaryData"))
+		for _, k := range sortedKeys(cm.BinaryData) {
+			write([]byte(k))
+			write(cm.BinaryData[k])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

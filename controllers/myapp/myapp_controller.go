@@ -1,0 +1,316 @@
+package myapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/apply"
+)
+
+// ControllerName names the controller in the table, in logs and metrics, and is its field
+// manager.
+const ControllerName = "myapp"
+
+// conflictRetry is how often a MyApp blocked by a name conflict looks again. Nothing else
+// triggers it when the conflicting object goes away: that object is not owned by the MyApp.
+const conflictRetry = time.Minute
+
+// +kubebuilder:rbac:groups=app.example.com,resources=myapps,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=app.example.com,resources=myapps/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=app.example.com,resources=myapps/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles MyApps.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+
+	// warned remembers, per MyApp, the last warning Event emitted, so that a lasting problem
+	// does not write a new Event on every retry. It is the in-memory state the finalizer
+	// releases.
+	warned sync.Map // types.NamespacedName -> string
+}
+
+// SetupWithManager adds the controller to mgr; each trigger is a channel source whose events
+// name MyApps to reconcile.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, triggers ...<-chan event.GenericEvent) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(opts).
+		For(&v1alpha1.MyApp{}, builder.WithPredicates(specOrDeletionChanged())).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{})
+	for _, trigger := range triggers {
+		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
+}
+
+// specOrDeletionChanged lets through creations, deletions, and updates that change the spec
+// (generation), the deletion timestamp or the finalizers; a status-only update does not
+// trigger a reconcile.
+func specOrDeletionChanged() predicate.Predicate {
+	return predicate.Or(
+		predicate.GenerationChangedPredicate{},
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+				!cmp.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+		}, CreateFunc: func(event.CreateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false }},
+	)
+}
+
+// Reconcile brings one MyApp's Deployment and Service in line with its spec and reports their
+// state in its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := &v1alpha1.MyApp{}
+	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !app.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, app)
+	}
+	if err := r.ensureFinalizer(ctx, app); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	seen, err := r.reconcileOwned(ctx, app)
+	statusErr := r.updateStatus(ctx, app, computeStatus(app, seen))
+	if err := errors.Join(err, statusErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	if seen.blocked != nil {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	r.warned.Delete(req.NamespacedName)
+	return ctrl.Result{}, nil
+}
+
+// ensureFinalizer adds the finalizer before anything is created for the MyApp.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, app *v1alpha1.MyApp) error {
+	if controllerutil.ContainsFinalizer(app, v1alpha1.MyAppFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(app, v1alpha1.MyAppFinalizer)
+	if err := r.Client.Patch(ctx, app, patch); err != nil {
+		return fmt.Errorf("adding finalizer: %w", err)
+	}
+	return nil
+}
+
+// reconcileDelete drops the in-memory state held for the MyApp, then removes the finalizer.
+// The Deployment and Service are left to the garbage collector through their owner references.
+func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1alpha1.MyApp) error {
+	r.warned.Delete(client.ObjectKeyFromObject(app))
+	if !controllerutil.ContainsFinalizer(app, v1alpha1.MyAppFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(app, v1alpha1.MyAppFinalizer)
+	if err := r.Client.Patch(ctx, app, patch); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing finalizer: %w", err))
+	}
+	ctrl.LoggerFrom(ctx).Info("Removed finalizer from MyApp")
+	return nil
+}
+
+// reconcileOwned applies the Deployment and the Service, unless a foreign object holds either
+// name, and returns what it observed.
+func (r *Reconciler) reconcileOwned(ctx context.Context, app *v1alpha1.MyApp) (observation, error) {
+	deployment := &appsv1.Deployment{}
+	if err := r.getOwned(ctx, app, deployment); err != nil {
+		return observation{blocked: r.conflict(ctx, app, err)}, ignoreConflict(err)
+	}
+	service := &corev1.Service{}
+	if err := r.getOwned(ctx, app, service); err != nil {
+		return observation{deployment: existing(deployment), blocked: r.conflict(ctx, app, err)}, ignoreConflict(err)
+	}
+
+	if err := r.applyDeployment(ctx, app, existing(deployment)); err != nil {
+		return observation{deployment: existing(deployment)}, err
+	}
+	if err := r.applyService(ctx, app, existing(service)); err != nil {
+		return observation{deployment: existing(deployment)}, err
+	}
+	// Read the Deployment back: the manager's client waits until the cache has seen our own
+	// writes, so the status is computed from what the apply produced.
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(app), deployment); err != nil {
+		return observation{}, fmt.Errorf("reading Deployment back: %w", err)
+	}
+	return observation{deployment: deployment, applied: true}, nil
+}
+
+// errConflict is returned by getOwned when an object of the MyApp's name exists and another
+// controller (or nobody) controls it: taking it over would be wrong.
+type errConflict struct {
+	kind string
+	obj  client.Object
+}
+
+func (e *errConflict) Error() string {
+	owner := "no controller"
+	if ref := metav1.GetControllerOf(e.obj); ref != nil {
+		owner = fmt.Sprintf("%s %s", ref.Kind, ref.Name)
+	}
+	return fmt.Sprintf("a %s named %s already exists and is controlled by %s, not by this MyApp", e.kind, e.obj.GetName(), owner)
+}
+
+// getOwned reads the object named after app into obj. It leaves obj empty when there is none,
+// and returns an *errConflict when the object exists but app does not control it.
+func (r *Reconciler) getOwned(ctx context.Context, app *v1alpha1.MyApp, obj client.Object) error {
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(app), obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %T: %w", obj, err)
+	case !metav1.IsControlledBy(obj, app):
+		kind := "Deployment"
+		if _, ok := obj.(*corev1.Service); ok {
+			kind = "Service"
+		}
+		return &errConflict{kind: kind, obj: obj}
+	}
+	return nil
+}
+
+// conflict turns a name conflict into a blocker, with a warning Event the first time it is seen;
+// any other error gives no blocker.
+func (r *Reconciler) conflict(ctx context.Context, app *v1alpha1.MyApp, err error) *blocker {
+	var c *errConflict
+	if !errors.As(err, &c) {
+		return nil
+	}
+	reason := ReasonDeploymentConflict
+	if c.kind == "Service" {
+		reason = ReasonServiceConflict
+	}
+	r.warnOnce(ctx, app, reason, c.Error())
+	return &blocker{Reason: reason, Message: c.Error()}
+}
+
+func ignoreConflict(err error) error {
+	var c *errConflict
+	if errors.As(err, &c) {
+		return nil
+	}
+	return err
+}
+
+// existing returns obj, or nil when it was not found (it has no name).
+func existing[T client.Object](obj T) T {
+	var zero T
+	if obj.GetName() == "" {
+		return zero
+	}
+	return obj
+}
+
+// applyDeployment applies the desired Deployment unless the myapp field manager already owns
+// exactly that.
+func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, current *appsv1.Deployment) error {
+	var owned runtime.ApplyConfiguration
+	if current != nil {
+		extracted, err := appsv1ac.ExtractDeployment(current, ControllerName)
+		if err != nil {
+			return fmt.Errorf("reading the fields %s owns on Deployment: %w", ControllerName, err)
+		}
+		owned = extracted
+	}
+	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredDeployment(app))
+	if err != nil {
+		return fmt.Errorf("Deployment: %w", err)
+	}
+	if changed {
+		r.recordApplied(ctx, app, "Deployment", current == nil)
+	}
+	return nil
+}
+
+// applyService applies the desired Service unless the myapp field manager already owns exactly
+// that.
+func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, current *corev1.Service) error {
+	var owned runtime.ApplyConfiguration
+	if current != nil {
+		extracted, err := corev1ac.ExtractService(current, ControllerName)
+		if err != nil {
+			return fmt.Errorf("reading the fields %s owns on Service: %w", ControllerName, err)
+		}
+		owned = extracted
+	}
+	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredService(app))
+	if err != nil {
+		return fmt.Errorf("Service: %w", err)
+	}
+	if changed {
+		r.recordApplied(ctx, app, "Service", current == nil)
+	}
+	return nil
+}
+
+// recordApplied logs and records an Event for a write that changed the world.
+func (r *Reconciler) recordApplied(ctx context.Context, app *v1alpha1.MyApp, kind string, created bool) {
+	verb, reason := "Updated", "Updated"
+	if created {
+		verb, reason = "Created", "Created"
+	}
+	ctrl.LoggerFrom(ctx).Info(verb+" "+kind, "fieldManager", ControllerName)
+	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason+kind, verb, "%s %s %s", verb, kind, app.Name)
+}
+
+// warnOnce records a warning Event unless the same warning was the last one recorded for app.
+func (r *Reconciler) warnOnce(ctx context.Context, app *v1alpha1.MyApp, reason, message string) {
+	key := client.ObjectKeyFromObject(app)
+	if last, ok := r.warned.Load(key); ok && last == reason+message {
+		return
+	}
+	r.warned.Store(key, reason+message)
+	ctrl.LoggerFrom(ctx).Info("MyApp blocked", "reason", reason, "message", message)
+	r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", message)
+}
+
+// updateStatus writes status when it differs from what the MyApp has: a steady state writes
+// nothing.
+func (r *Reconciler) updateStatus(ctx context.Context, app *v1alpha1.MyApp, status v1alpha1.MyAppStatus) error {
+	if cmp.Equal(app.Status, status) {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if log.V(1).Enabled() {
+		log.V(1).Info("Updating status", "diff", cmp.Diff(app.Status, status))
+	}
+	patch := client.MergeFrom(app.DeepCopy())
+	app.Status = status
+	if err := r.Client.Status().Patch(ctx, app, patch); err != nil {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	return nil
+}
+

@@ -1,0 +1,206 @@
+package controllers
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/sources"
+)
+
+// LeaderElectionID is the name of the Lease the managers of one installation compete for.
+const LeaderElectionID = "switchboard.app.example.com"
+
+// Options are the manager's command-line settings.
+type Options struct {
+	Controllers             string
+	Concurrency             string
+	ListControllers         bool
+	MetricsBindAddress      string
+	SecureMetrics           bool
+	EnableHTTP2             bool
+	HealthProbeBindAddress  string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	WatchNamespaces         string
+	KubeAPIQPS              float64
+	KubeAPIBurst            int
+	SyncPeriod              time.Duration
+	ResyncInterval          time.Duration
+	SourceBufferSize        int
+	Zap                     zap.Options
+}
+
+// NewOptions returns the defaults of every flag.
+func NewOptions() *Options {
+	return &Options{
+		Controllers:            "*",
+		MetricsBindAddress:     ":8443",
+		SecureMetrics:          true,
+		HealthProbeBindAddress: ":8081",
+		KubeAPIQPS:             50,
+		KubeAPIBurst:           100,
+		SyncPeriod:             10 * time.Hour,
+		ResyncInterval:         10 * time.Minute,
+		SourceBufferSize:       sources.DefaultBufferSize,
+		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
+		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
+	}
+}
+
+// BindFlags registers every flag on fs, with the table in the help of --controllers.
+func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
+	fs.StringVar(&o.Controllers, "controllers", o.Controllers, "Comma-separated controllers to run: '*' runs every controller enabled by default, 'foo' runs foo, '-foo' leaves foo off. "+KnownControllers(table)+".")
+	fs.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "Comma-separated concurrent reconciles per controller, for example 'myapp=4,verticalscaler=2'; unlisted controllers run 1.")
+	fs.BoolVar(&o.ListControllers, "list-controllers", false, "Print the controller table (name, default, indexes, sources, watches) and exit.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint, ':8443' for HTTPS or ':8080' for HTTP; '0' turns it off.")
+	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with authentication and authorization by the API server.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Serve metrics over HTTP/2 too; off by default because of the HTTP/2 rapid reset and stream cancellation CVEs.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; '0' turns them off.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader, so that only one of several managers reconciles.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease; by default the manager's own namespace.")
+	fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch; empty watches all.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server.")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers relist every watched object from the API server.")
+	fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval, "How often the periodic source re-enqueues every primary object of each controller; 0 turns it off.")
+	fs.IntVar(&o.SourceBufferSize, "source-buffer-size", o.SourceBufferSize, "Events each controller's channel of each source holds before new ones are dropped and counted.")
+	o.Zap.BindFlags(fs)
+}
+
+// Selection is what the flags resolve to: the controllers to run and their concurrency.
+type Selection struct {
+	Controllers []Controller
+	Concurrency map[string]int
+}
+
+// Resolve validates the flags that name controllers and the other settings that a bad value
+// would otherwise only reveal later, at start.
+func (o *Options) Resolve(table []Controller) (Selection, error) {
+	selected, err := Select(table, strings.Split(o.Controllers, ","))
+	if err != nil {
+		return Selection{}, err
+	}
+	concurrency, err := ParseConcurrency(table, o.Concurrency)
+	if err != nil {
+		return Selection{}, err
+	}
+	if _, err := o.namespaces(); err != nil {
+		return Selection{}, err
+	}
+	switch {
+	case o.KubeAPIQPS <= 0:
+		return Selection{}, fmt.Errorf("--kube-api-qps must be positive, got %v", o.KubeAPIQPS)
+	case o.KubeAPIBurst < 1:
+		return Selection{}, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst)
+	case o.SyncPeriod <= 0:
+		return Selection{}, fmt.Errorf("--sync-period must be positive, got %s", o.SyncPeriod)
+	case o.ResyncInterval < 0:
+		return Selection{}, fmt.Errorf("--resync-interval must not be negative, got %s", o.ResyncInterval)
+	case o.SourceBufferSize < 1:
+		return Selection{}, fmt.Errorf("--source-buffer-size must be at least 1, got %d", o.SourceBufferSize)
+	}
+	return Selection{Controllers: selected, Concurrency: concurrency}, nil
+}
+
+// namespaces parses --watch-namespaces.
+func (o *Options) namespaces() (map[string]cache.Config, error) {
+	if strings.TrimSpace(o.WatchNamespaces) == "" {
+		return nil, nil
+	}
+	out := map[string]cache.Config{}
+	for _, ns := range strings.Split(o.WatchNamespaces, ",") {
+		ns = strings.TrimSpace(ns)
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("--watch-namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		out[ns] = cache.Config{}
+	}
+	return out, nil
+}
+
+// NewScheme returns a scheme with the built-in kinds and Switchboard's.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	return scheme
+}
+
+// RESTConfig applies the client rate limits to cfg.
+func (o *Options) RESTConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = float32(o.KubeAPIQPS)
+	cfg.Burst = o.KubeAPIBurst
+	return cfg
+}
+
+// ManagerOptions returns the manager's options. Call Resolve first: it validates what this
+// assumes valid.
+func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
+	namespaces, _ := o.namespaces()
+	var tlsOpts []func(*tls.Config)
+	if !o.EnableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metrics := metricsserver.Options{
+		BindAddress:   o.MetricsBindAddress,
+		SecureServing: o.SecureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if o.SecureMetrics {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metrics,
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// A manager stopping on purpose hands the lease over at once instead of making the
+		// next leader wait out the lease.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         o.cacheOptions(namespaces),
+	}
+}
+
+// cacheOptions decides, per kind, whether the cache keeps managedFields. The controllers that
+// write Deployments and Services read their own managed fields back (client-go's Extract
+// helpers) to see whether an apply would change anything, so those kinds keep them; nothing
+// reads the managed fields of the other cached kinds, so they are stripped to save memory.
+func (o *Options) cacheOptions(namespaces map[string]cache.Config) cache.Options {
+	strip := cache.ByObject{Transform: cache.TransformStripManagedFields()}
+	return cache.Options{
+		SyncPeriod:        &o.SyncPeriod,
+		DefaultNamespaces: namespaces,
+		ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.MyApp{}:          strip,
+			&v1alpha1.VerticalScaler{}: strip,
+			configMapMetadata():        strip,
+		},
+	}
+}
+
+// configMapMetadata is the object of the metadata-only ConfigMap watch: the configmapwatcher
+// needs to know that a ConfigMap changed, not its data, so the cache never holds ConfigMap data.
+func configMapMetadata() client.Object {
+	return metadataOnly(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+}

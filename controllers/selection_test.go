@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// testTable has a controller that "*" leaves off, which the real table does not.
+var testTable = []Controller{
+	{Name: "alpha", EnabledByDefault: true},
+	{Name: "beta", EnabledByDefault: true},
+	{Name: "gamma", EnabledByDefault: false},
+}
+
+func TestSelect(t *testing.T) {
+	for _, tc := range []struct {
+		items   string
+		want    []string
+		wantErr []string // substrings of the error
+	}{
+		{items: "*", want: []string{"alpha", "beta"}},
+		{items: "alpha", want: []string{"alpha"}},
+		{items: "gamma", want: []string{"gamma"}},
+		{items: "*,gamma", want: []string{"alpha", "beta", "gamma"}},
+		{items: "*,-alpha", want: []string{"beta"}},
+		{items: "-alpha,*", want: []string{"beta"}},
+		{items: "alpha,alpha", want: []string{"alpha"}},
+		{items: " beta , alpha ", want: []string{"alpha", "beta"}},
+		{items: "-alpha", wantErr: []string{"enables no controller", "known controllers: alpha, beta, gamma", "disabled by default: gamma"}},
+		{items: "", wantErr: []string{"empty controller name", "known controllers"}},
+		{items: "*,,beta", wantErr: []string{"empty controller name"}},
+		{items: "*,-alpha,-beta", wantErr: []string{"enables no controller"}},
+		{items: "nope", wantErr: []string{`unknown controller "nope"`, "known controllers: alpha, beta, gamma"}},
+		{items: "*,-nope", wantErr: []string{`unknown controller "nope"`}},
+		{items: "alpha,-alpha", wantErr: []string{`"alpha" is both enabled and disabled`}},
+		{items: "-", wantErr: []string{"empty controller name"}},
+	} {
+		t.Run(tc.items, func(t *testing.T) {
+			got, err := Select(testTable, strings.Split(tc.items, ","))
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("Select(%q) = %v, want an error", tc.items, Selection{Controllers: got}.Names())
+				}
+				for _, want := range tc.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not contain %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Select(%q): %v", tc.items, err)
+			}
+			if diff := cmp.Diff(tc.want, Selection{Controllers: got}.Names()); diff != "" {
+				t.Errorf("Select(%q) (-want +got):\n%s", tc.items, diff)
+			}
+		})
+	}
+}
+
+func TestParseConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		value   string
+		want    map[string]int
+		wantErr string
+	}{
+		{value: "", want: map[string]int{}},
+		{value: "alpha=4", want: map[string]int{"alpha": 4}},
+		{value: "alpha=4, beta=2", want: map[string]int{"alpha": 4, "beta": 2}},
+		{value: "alpha", wantErr: `"alpha" is not name=workers`},
+		{value: "=4", wantErr: `"=4" is not name=workers`},
+		{value: "nope=1", wantErr: `unknown controller "nope"`},
+		{value: "alpha=0", wantErr: "from 1 to 1000"},
+		{value: "alpha=-2", wantErr: "from 1 to 1000"},
+		{value: "alpha=x", wantErr: "from 1 to 1000"},
+		{value: "alpha=1001", wantErr: "from 1 to 1000"},
+		{value: "alpha=1,alpha=2", wantErr: `"alpha" is given twice`},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			got, err := ParseConcurrency(testTable, tc.value)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseConcurrency(%q) error = %v, want one containing %q", tc.value, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTableIsWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Table() {
+		if seen[c.Name] {
+			t.Errorf("controller %q listed twice", c.Name)
+		}
+		seen[c.Name] = true
+		if c.For == nil || c.Setup == nil {
+			t.Errorf("controller %q has no primary kind or no setup function", c.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher"}, Selection{Controllers: Table()}.Names()); diff != "" {
+		t.Errorf("table rows (-want +got):\n%s", diff)
+	}
+}

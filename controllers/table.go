@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/configmapwatcher"
+	"github.com/example/switchboard/controllers/myapp"
+	"github.com/example/switchboard/controllers/verticalscaler"
+	"github.com/example/switchboard/indexers"
+	"github.com/example/switchboard/sources"
+)
+
+// Controller is one row of the controller table.
+type Controller struct {
+	// Name selects the controller in --controllers and --concurrency, and names it in logs,
+	// metrics and its field manager.
+	Name string
+	// EnabledByDefault says whether "*" enables it.
+	EnabledByDefault bool
+	// For is the primary kind: one reconcile per object of this kind.
+	For client.Object
+	// Watches are the other kinds whose events reach the controller.
+	Watches []Watch
+	// Indexes are the shared field indexes the controller queries.
+	Indexes []indexers.Index
+	// Sources are the channel sources the controller consumes.
+	Sources []sources.Name
+	// Setup builds the controller and adds it to the manager.
+	Setup func(mgr ctrl.Manager, opts SetupOptions) error
+}
+
+// Watch is a secondary kind a controller watches, and how.
+type Watch struct {
+	// Object is an instance of the kind: a typed object, or a PartialObjectMetadata with its
+	// kind set for a metadata-only watch.
+	Object client.Object
+	// How is "owns", "maps" (through a map function) or "metadata" (a metadata-only watch
+	// through a map function).
+	How string
+}
+
+// SetupOptions is what Wire hands a controller's setup function.
+type SetupOptions struct {
+	// Controller carries the controller's concurrency.
+	Controller controller.Options
+	// Triggers are the channels of the sources the controller consumes, in the order of its
+	// row's Sources; never nil.
+	Triggers []<-chan event.GenericEvent
+}
+
+// Table returns the controller table, in the order controllers are set up and listed.
+func Table() []Controller {
+	return []Controller{
+		{
+			Name:             myapp.ControllerName,
+			EnabledByDefault: true,
+			For:              &v1alpha1.MyApp{},
+			Watches: []Watch{
+				{Object: &appsv1.Deployment{}, How: "owns"},
+				{Object: &corev1.Service{}, How: "owns"},
+			},
+			Sources: []sources.Name{sources.Periodic},
+			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
+				r := &myapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(myapp.ControllerName)}
+				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
+			},
+		},
+		{
+			Name:             verticalscaler.ControllerName,
+			EnabledByDefault: true,
+			For:              &v1alpha1.VerticalScaler{},
+			Watches: []Watch{
+				{Object: &appsv1.Deployment{}, How: "maps"},
+			},
+			Indexes: []indexers.Index{indexers.VerticalScalerByDeploymentName},
+			Sources: []sources.Name{sources.Periodic},
+			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
+				r := &verticalscaler.Reconciler{Client: mgr.GetClient()}
+				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
+			},
+		},
+		{
+			Name:             configmapwatcher.ControllerName,
+			EnabledByDefault: true,
+			For:              &appsv1.Deployment{},
+			Watches: []Watch{
+				{Object: configMapMetadata(), How: "metadata"},
+			},
+			Indexes: []indexers.Index{indexers.DeploymentByConfigMap},
+			Sources: []sources.Name{sources.Periodic},
+			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
+				r := &configmapwatcher.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+					Recorder: mgr.GetEventRecorder(configmapwatcher.ControllerName)}
+				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
+			},
+		},
+	}
+}
+
+// metadataOnly returns the object of a metadata-only watch of gvk.
+func metadataOnly(gvk schema.GroupVersionKind) client.Object {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	return obj
+}

@@ -1,0 +1,191 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"text/tabwriter"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/example/switchboard/indexers"
+	"github.com/example/switchboard/sources"
+)
+
+// Wire sets the selected controllers up on mgr: health and readiness checks, the union of their
+// indexes, their sources and the producers somebody consumes, then the controllers themselves.
+// Every error names the step and the controller it failed for.
+func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) error {
+	if err := addChecks(mgr, sel.Controllers); err != nil {
+		return err
+	}
+	if err := addIndexes(ctx, mgr, sel.Controllers); err != nil {
+		return err
+	}
+	registry, err := sources.NewRegistry(o.SourceBufferSize, metrics.Registry)
+	if err != nil {
+		return err
+	}
+	for _, c := range sel.Controllers {
+		opts := SetupOptions{
+			Controller: controller.Options{MaxConcurrentReconciles: max(1, sel.Concurrency[c.Name])},
+			Triggers:   subscribe(registry, c, o),
+		}
+		if err := c.Setup(mgr, opts); err != nil {
+			return fmt.Errorf("setting up controller %s: %w", c.Name, err)
+		}
+	}
+	return addProducers(mgr, registry, sel.Controllers, o)
+}
+
+// addChecks adds the liveness ping and one readiness check per controller.
+func addChecks(mgr ctrl.Manager, controllers []Controller) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	for _, c := range controllers {
+		if err := mgr.AddReadyzCheck(c.Name, cachesSynced(mgr.GetCache(), c.watchedObjects())); err != nil {
+			return fmt.Errorf("adding readiness check of controller %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// cachesSynced is ready once the informers of every watched kind have synced. On a manager that
+// is not the leader it starts those informers itself, so a standby is warm when it takes over.
+func cachesSynced(c cache.Cache, objs []client.Object) healthz.Checker {
+	return func(req *http.Request) error {
+		for _, obj := range objs {
+			informer, err := c.GetInformer(req.Context(), obj, cache.BlockUntilSynced(false))
+			if err != nil {
+				return fmt.Errorf("getting informer of %T: %w", obj, err)
+			}
+			if !informer.HasSynced() {
+				return fmt.Errorf("cache of %s not synced yet", kindOf(obj))
+			}
+		}
+		return nil
+	}
+}
+
+// addIndexes registers the union of the controllers' indexes, each once.
+func addIndexes(ctx context.Context, mgr ctrl.Manager, controllers []Controller) error {
+	var needed []indexers.Index
+	for _, c := range controllers {
+		needed = append(needed, c.Indexes...)
+	}
+	return indexers.Register(ctx, mgr.GetFieldIndexer(), needed...)
+}
+
+// subscribe returns the channels of the sources c consumes that are switched on.
+func subscribe(registry *sources.Registry, c Controller, o *Options) []<-chan event.GenericEvent {
+	var triggers []<-chan event.GenericEvent
+	for _, name := range c.Sources {
+		if o.sourceOn(name) {
+			triggers = append(triggers, registry.Subscribe(name, c.Name))
+		}
+	}
+	return triggers
+}
+
+// sourceOn says whether a source is switched on by the flags.
+func (o *Options) sourceOn(name sources.Name) bool {
+	switch name {
+	case sources.Periodic:
+		return o.ResyncInterval > 0
+	default:
+		return true
+	}
+}
+
+// addProducers starts the producers of the sources that some selected controller consumes.
+func addProducers(mgr ctrl.Manager, registry *sources.Registry, controllers []Controller, o *Options) error {
+	lists := map[string]func() client.ObjectList{}
+	for _, c := range controllers {
+		newList, err := listFor(mgr, c.For)
+		if err != nil {
+			return fmt.Errorf("controller %s: %w", c.Name, err)
+		}
+		lists[c.Name] = newList
+	}
+	periodic := sources.PeriodicResync{Reader: mgr.GetCache(), Interval: o.ResyncInterval, Lists: lists}
+	_, err := registry.AddProducer(mgr, sources.Periodic, periodic.Run)
+	return err
+}
+
+// listFor returns a constructor of empty lists of obj's kind.
+func listFor(mgr ctrl.Manager, obj client.Object) (func() client.ObjectList, error) {
+	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+	if err != nil {
+		return nil, err
+	}
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if _, err := mgr.GetScheme().New(listGVK); err != nil {
+		return nil, fmt.Errorf("no list kind for %s: %w", gvk.Kind, err)
+	}
+	return func() client.ObjectList {
+		list, _ := mgr.GetScheme().New(listGVK)
+		return list.(client.ObjectList)
+	}, nil
+}
+
+// watchedObjects returns the primary kind and every watched kind.
+func (c Controller) watchedObjects() []client.Object {
+	objs := []client.Object{c.For}
+	for _, w := range c.Watches {
+		objs = append(objs, w.Object)
+	}
+	return objs
+}
+
+// kindOf names an object's kind without a scheme: the set kind of a metadata-only object, else
+// the Go type's name.
+func kindOf(obj client.Object) string {
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk != (schema.GroupVersionKind{}) {
+		return gvk.Kind
+	}
+	return reflect.TypeOf(obj).Elem().Name()
+}
+
+// PrintTable writes the controller table as aligned columns.
+func PrintTable(w io.Writer, table []Controller) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tDEFAULT\tFOR\tWATCHES\tINDEXES\tSOURCES")
+	for _, c := range table {
+		def := "on"
+		if !c.EnabledByDefault {
+			def = "off"
+		}
+		var watches, indexes, srcs []string
+		for _, w := range c.Watches {
+			watches = append(watches, kindOf(w.Object)+" ("+w.How+")")
+		}
+		for _, i := range c.Indexes {
+			indexes = append(indexes, i.String())
+		}
+		for _, s := range c.Sources {
+			srcs = append(srcs, string(s))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, def, kindOf(c.For),
+			orNone(watches), orNone(indexes), orNone(srcs))
+	}
+	return tw.Flush()
+}
+
+func orNone(items []string) string {
+	if len(items) == 0 {
+		return "-"
+	}
+	return strings.Join(items, ", ")
+}

@@ -1,0 +1,71 @@
+// Command manager runs Switchboard's controllers in one process. Which controllers run is chosen
+// with --controllers from the table in package controllers; --list-controllers prints it.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/example/switchboard/controllers"
+)
+
+// exitUsage is the exit status for bad flags, as the flag package uses.
+const exitUsage = 2
+
+func main() {
+	table := controllers.Table()
+	opts := controllers.NewOptions()
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	opts.BindFlags(fs, table)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\nRuns the Switchboard controllers. %s.\n\nFlags:\n", fs.Name(), controllers.KnownControllers(table))
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits 2 on a bad flag.
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "unexpected arguments: %v\n", fs.Args())
+		os.Exit(exitUsage)
+	}
+
+	if opts.ListControllers {
+		if err := controllers.PrintTable(os.Stdout, table); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	selection, err := opts.Resolve(table)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(exitUsage)
+	}
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "Loading kubeconfig failed")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(opts.RESTConfig(cfg), opts.ManagerOptions(controllers.NewScheme()))
+	if err != nil {
+		log.Error(err, "Creating manager failed")
+		os.Exit(1)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := controllers.Wire(ctx, mgr, selection, opts); err != nil {
+		log.Error(err, "Setting up controllers failed")
+		os.Exit(1)
+	}
+
+	log.Info("Starting manager", "controllers", selection.Names())
+	if err := mgr.Start(ctx); err != nil && !errors.Is(err, ctx.Err()) {
+		log.Error(err, "Manager stopped with an error")
+		os.Exit(1)
+	}
+}
