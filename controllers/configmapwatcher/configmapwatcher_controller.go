@@ -169,4 +169,3 @@ func (r *Reconciler) warnMissing(ctx context.Context, deployment *appsv1.Deploym
 	ctrl.LoggerFrom(ctx).Info("ConfigMap missing; Deployment not rolled", "configMaps", missing)
 	r.Recorder.Eventf(deployment, nil, corev1.EventTypeWarning, ReasonConfigMapMissing, "Roll", "%s", msg)
 }
-

@@ -313,4 +313,3 @@ func (r *Reconciler) updateStatus(ctx context.Context, app *v1alpha1.MyApp, stat
 	}
 	return nil
 }
-
