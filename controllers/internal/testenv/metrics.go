@@ -1,0 +1,80 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// mutatingVerbs are the apiserver_request_total verbs that write.
+var mutatingVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+
+// APIWrites returns, per resource (with "/subresource" when there is one), how many mutating
+// requests the API server has served, counted from its own /metrics: a black-box count of every
+// write, failed ones included.
+func (e *Env) APIWrites(ctx context.Context) (map[string]float64, error) {
+	cs, err := e.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the API server's metrics: %w", err)
+	}
+	writes := map[string]float64{}
+	family, ok := families["apiserver_request_total"]
+	if !ok {
+		return writes, nil
+	}
+	for _, m := range family.GetMetric() {
+		l := labels(m)
+		if !mutatingVerbs[l["verb"]] {
+			continue
+		}
+		resource := l["resource"]
+		if l["subresource"] != "" {
+			resource += "/" + l["subresource"]
+		}
+		writes[resource] += m.GetCounter().GetValue()
+	}
+	return writes, nil
+}
+
+// ReconcileTotal returns how many reconciles controller has finished in this process, from
+// controller-runtime's metrics.
+func ReconcileTotal(controller string) (float64, error) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, family := range families {
+		if family.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			if labels(m)["controller"] == controller {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total, nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		out[lp.GetName()] = lp.GetValue()
+	}
+	return out
+}
