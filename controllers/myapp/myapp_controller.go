@@ -125,12 +125,21 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, app *v1alpha1.MyApp) e
 	return nil
 }
 
-// reconcileDelete drops the in-memory state held for the MyApp, then removes the finalizer.
-// The Deployment and Service are left to the garbage collector through their owner references.
+// reconcileDelete reports the Terminating phase, drops the in-memory state held for the MyApp,
+// then removes the finalizer. The Deployment and Service are left to the garbage collector
+// through their owner references. The phase stays visible while a foreground deletion waits for
+// the garbage collector.
 func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1alpha1.MyApp) error {
 	r.warned.Delete(client.ObjectKeyFromObject(app))
 	if !controllerutil.ContainsFinalizer(app, v1alpha1.MyAppFinalizer) {
 		return nil
+	}
+	var seen observation
+	if deployment := (&appsv1.Deployment{}); r.getOwned(ctx, app, deployment) == nil {
+		seen.deployment = existing(deployment)
+	}
+	if err := r.updateStatus(ctx, app, computeStatus(app, seen)); err != nil {
+		return client.IgnoreNotFound(err)
 	}
 	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(app, v1alpha1.MyAppFinalizer)

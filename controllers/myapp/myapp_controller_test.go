@@ -236,6 +236,31 @@ func TestDeleteRemovesFinalizer(t *testing.T) {
 	})
 }
 
+// TestForegroundDeletionShowsTerminating deletes a MyApp in the foreground. envtest has no
+// garbage collector, so the API server's foregroundDeletion finalizer keeps the MyApp around
+// after the controller removed its own: the phase Terminating stays visible.
+func TestForegroundDeletionShowsTerminating(t *testing.T) {
+	env.StartManager(t, "--controllers=myapp")
+	ctx := context.Background()
+	app := newMyApp(newNamespace(t), "foreground")
+	if err := env.Client.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, app)
+	if err := env.Client.Delete(ctx, app, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, timeout, func() error {
+		if err := get(t, app); err != nil {
+			return err
+		}
+		if app.Status.Phase != v1alpha1.MyAppTerminating || controllerutilContains(app.Finalizers, v1alpha1.MyAppFinalizer) {
+			return fmt.Errorf("phase %q finalizers %v, want Terminating without %s", app.Status.Phase, app.Finalizers, v1alpha1.MyAppFinalizer)
+		}
+		return nil
+	})
+}
+
 func TestHandChangesAreRevertedOrKept(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp")
 	ctx := context.Background()
