@@ -59,6 +59,9 @@ func Start() (*Env, error) {
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
 	cfg, err := env.Start()
 	if err != nil {
+		// envtest leaves etcd and kube-apiserver running when a later step (installing the
+		// CRDs) fails.
+		_ = env.Stop()
 		return nil, fmt.Errorf("starting envtest: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
