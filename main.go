@@ -9,6 +9,7 @@ import (
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/example/switchboard/controllers"
@@ -22,6 +23,7 @@ func main() {
 	opts := controllers.NewOptions()
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	opts.BindFlags(fs, table)
+	config.RegisterFlags(fs) // --kubeconfig, read by ctrl.GetConfig
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\nRuns the Switchboard controllers. %s.\n\nFlags:\n", fs.Name(), controllers.KnownControllers(table))
 		fs.PrintDefaults()

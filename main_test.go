@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// runMainEnv makes the test binary run main() instead of the tests, so that the tests below see
+// the real exit status and output of the manager.
+const runMainEnv = "SWITCHBOARD_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		os.Args = append([]string{"manager"}, strings.Fields(os.Getenv("SWITCHBOARD_TEST_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runManager runs main with args and returns its exit status, stdout and stderr.
+func runManager(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", "SWITCHBOARD_TEST_ARGS="+strings.Join(args, " "),
+		"KUBECONFIG=/nonexistent")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stdout.String(), stderr.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), stdout.String(), stderr.String()
+	}
+	t.Fatalf("running manager %v: %v", args, err)
+	return 0, "", ""
+}
+
+func TestBadFlagsExitTwoAndNameTheKnownControllers(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--controllers=nope"}, []string{`"nope"`, "known controllers: myapp, verticalscaler, configmapwatcher"}},
+		{[]string{"--controllers=-myapp,-verticalscaler,-configmapwatcher,*"}, []string{"enables no controller", "known controllers"}},
+		{[]string{"--controllers="}, []string{"empty controller name", "known controllers"}},
+		{[]string{"--concurrency=myapp=zero"}, []string{"--concurrency", "myapp"}},
+		{[]string{"--concurrency=nope=1"}, []string{`"nope"`, "known controllers"}},
+		{[]string{"--watch-namespaces=Bad_NS"}, []string{"--watch-namespaces", "Bad_NS"}},
+		{[]string{"--no-such-flag"}, []string{"flag provided but not defined: -no-such-flag"}},
+		{[]string{"stray"}, []string{"unexpected arguments"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := runManager(t, tc.args...)
+			if code != 2 {
+				t.Errorf("exit status %d, want 2; stderr:\n%s", code, stderr)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr does not contain %q:\n%s", want, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestListControllers(t *testing.T) {
+	code, stdout, stderr := runManager(t, "--list-controllers")
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"NAME", "DEFAULT", "INDEXES", "SOURCES", "WATCHES",
+		"myapp", "MyApp", "Deployment (owns), Service (owns)",
+		"verticalscaler", "VerticalScaler:spec.deploymentName",
+		"configmapwatcher", "ConfigMap (metadata)", "Deployment:spec.template.configMaps",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--list-controllers output does not contain %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestHelpListsControllers(t *testing.T) {
+	code, _, stderr := runManager(t, "--help")
+	if code != 0 && code != 2 {
+		t.Fatalf("exit status %d", code)
+	}
+	for _, want := range []string{"known controllers: myapp, verticalscaler, configmapwatcher", "-controllers", "-kubeconfig", "-zap-log-level", "-leader-elect"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--help does not contain %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestMissingKubeconfigFailsClearly(t *testing.T) {
+	code, _, stderr := runManager(t, "--kubeconfig=/nonexistent/kubeconfig")
+	if code != 1 || !strings.Contains(stderr, "Loading kubeconfig failed") {
+		t.Errorf("exit status %d, stderr:\n%s", code, stderr)
+	}
+}
