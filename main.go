@@ -1,5 +1,6 @@
 // Command manager runs Switchboard's controllers in one process. Which controllers run is chosen
 // with --controllers from the table in package controllers; --list-controllers prints it.
+// `manager logs` analyses the manager's own logs (package internal/logs).
 package main
 
 import (
@@ -13,12 +14,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/internal/logs"
 )
 
 // exitUsage is the exit status for bad flags, as the flag package uses.
 const exitUsage = 2
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "logs" {
+		os.Exit(logs.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	table := controllers.Table()
 	opts := controllers.NewOptions()
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
