@@ -9,8 +9,8 @@ import "math"
 // 10 KiB) per controller, whatever the number of reconciles.
 const (
 	sketchAlpha = 0.01
-	sketchMinMs = 0.001     // 1 µs
-	sketchMaxMs = 1e8       // about 28 hours
+	sketchMinMs = 0.001 // 1 µs
+	sketchMaxMs = 1e8   // about 28 hours
 	sketchGamma = (1 + sketchAlpha) / (1 - sketchAlpha)
 )
 

@@ -24,9 +24,9 @@ func (t target) match(l *Line) bool {
 // indented; a multi-line string value is printed as an indented block.
 type trace struct {
 	stream
-	target  target
-	out     *bufio.Writer
-	fields  fieldList
+	target target
+	out    *bufio.Writer
+	fields fieldList
 	// fieldParser walks the matched lines again for all their keys, keeping the stream's
 	// parser's buffer, which holds the header's values, intact.
 	fieldParser Parser
