@@ -36,6 +36,8 @@ type Name string
 const (
 	// Periodic re-enqueues every object of a controller's primary kind at an interval.
 	Periodic Name = "periodic"
+	// Metrics reports Pod usage turned into recommendations (see UsageProducer).
+	Metrics Name = "metrics"
 )
 
 // DefaultBufferSize is the capacity of each consumer's channel.

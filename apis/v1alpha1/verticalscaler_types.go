@@ -16,6 +16,15 @@ const (
 	ConditionApplied = "Applied"
 )
 
+// Reasons of the RecommendationProvided condition that the metrics source reports, besides
+// those the controller sets.
+const (
+	// ReasonRecommended: usage samples gave a recommendation.
+	ReasonRecommended = "Recommended"
+	// ReasonMetricsUnavailable: usage could not be read; the last recommendation is kept.
+	ReasonMetricsUnavailable = "MetricsUnavailable"
+)
+
 // UpdateMode says whether a VerticalScaler only recommends or also applies.
 // +kubebuilder:validation:Enum=Off;Auto
 type UpdateMode string
