@@ -39,15 +39,15 @@ func TestEstimate(t *testing.T) {
 			// +15% = 599.6Mi, rounded up to 600Mi.
 			name: "constant usage: every percentile is the bucket's end plus the margin", containers: 1,
 			samples: []corev1.ResourceList{list("500m", "500Mi"), list("500m", "500Mi")},
-			want: Estimate{Target: list("588m", "600Mi"), LowerBound: list("588m", "600Mi"), UpperBound: list("588m", "600Mi")},
-			wantOK: true,
+			want:    Estimate{Target: list("588m", "600Mi"), LowerBound: list("588m", "600Mi"), UpperBound: list("588m", "600Mi")},
+			wantOK:  true,
 		},
 		{
 			// The floor is the Pod minimum shared by two containers: 12.5m (rounded up) and 125Mi.
 			name: "tiny usage is raised to the container's share of the Pod minimum", containers: 2,
 			samples: []corev1.ResourceList{list("1m", "1Mi")},
-			want: Estimate{Target: list("13m", "125Mi"), LowerBound: list("13m", "125Mi"), UpperBound: list("13m", "125Mi")},
-			wantOK: true,
+			want:    Estimate{Target: list("13m", "125Mi"), LowerBound: list("13m", "125Mi"), UpperBound: list("13m", "125Mi")},
+			wantOK:  true,
 		},
 		{
 			// 1Gi falls in bucket 37, ending at 1077095458 bytes; +15% = 1181.3Mi.
