@@ -3,13 +3,13 @@ package logs
 import "bytes"
 
 // Placeholders that fold the variable parts of error messages.
-const (
-	foldQuoted    = `"*"`
-	foldNumber    = "<n>"
-	foldUUID      = "<uuid>"
-	foldHex       = "<hex>"
-	foldName      = "<name>"
-	foldNamespace = "<namespace>"
+var (
+	foldQuoted    = []byte(`"*"`)
+	foldNumber    = []byte("<n>")
+	foldUUID      = []byte("<uuid>")
+	foldHex       = []byte("<hex>")
+	foldName      = []byte("<name>")
+	foldNamespace = []byte("<namespace>")
 )
 
 // maxFolded bounds the length of a folded message, and so the memory of a group's key.
@@ -69,23 +69,23 @@ func isWordByte(c byte) bool {
 func foldWord(word, name, namespace []byte) []byte {
 	switch {
 	case len(name) > 0 && bytes.Equal(word, name):
-		return []byte(foldName)
+		return foldName
 	case len(namespace) > 0 && bytes.Equal(word, namespace):
-		return []byte(foldNamespace)
+		return foldNamespace
 	case word[0] >= '0' && word[0] <= '9':
 		if isUUID(word) {
-			return []byte(foldUUID)
+			return foldUUID
 		}
 		if len(word) >= 8 && isHexWithDigit(word) {
-			return []byte(foldHex)
+			return foldHex
 		}
-		return []byte(foldNumber)
+		return foldNumber
 	case isUUID(word):
-		return []byte(foldUUID)
+		return foldUUID
 	case len(word) >= 8 && isHexWithDigit(word):
-		return []byte(foldHex)
+		return foldHex
 	case isGeneratedName(word):
-		return []byte(foldName)
+		return foldName
 	}
 	return word
 }

@@ -53,10 +53,11 @@ type controllerStats struct {
 	lines       uint64
 	first, last int64
 	reconciles  uint64
-	results     map[string]uint64
-	errors      uint64
-	terminal    uint64
-	durations   sketch
+	// results holds counters, so that counting a result already seen does not allocate.
+	results   map[string]*uint64
+	errors    uint64
+	terminal  uint64
+	durations sketch
 }
 
 func newSummary(f filter) *summary {
@@ -118,20 +119,13 @@ func (s *summary) addController(c *controllerStats, ts int64) {
 	}
 	switch string(l.Msg) {
 	case MsgReconcileEnd:
-		ms, err := strconv.ParseFloat(string(l.Duration), 64)
-		if err != nil || ms < 0 || math.IsNaN(ms) {
+		ms, ok := parseMs(l.Duration)
+		if !ok {
 			return
 		}
 		c.reconciles++
 		c.durations.add(ms)
-		if c.results == nil {
-			c.results = map[string]uint64{}
-		}
-		if _, ok := c.results[string(l.Result)]; ok || len(c.results) < maxResults {
-			c.results[string(l.Result)]++
-		} else {
-			c.results[otherResult]++
-		}
+		c.result(l.Result)
 	case MsgReconcilerError:
 		c.errors++
 		if bytes.Contains(l.Error, []byte(terminalMarker)) {
@@ -141,6 +135,58 @@ func (s *summary) addController(c *controllerStats, ts int64) {
 		s.key = append(s.key, l.Name...)
 		s.objects.add(s.key, nil)
 	}
+}
+
+// parseMs reads a duration in milliseconds: a non-negative JSON number. Plain decimals, what
+// the reconcile-end line writes, are read without allocating.
+func parseMs(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return parseMsSlow(b)
+	}
+	var n, scale uint64 = 0, 1
+	dot := false
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			n = n*10 + uint64(c-'0')
+			if dot {
+				scale *= 10
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return parseMsSlow(b)
+		}
+	}
+	return float64(n) / float64(scale), true
+}
+
+func parseMsSlow(b []byte) (float64, bool) {
+	ms, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || ms < 0 || math.IsNaN(ms) || math.IsInf(ms, 0) {
+		return 0, false
+	}
+	return ms, true
+}
+
+// result counts one reconcile-end line with result.
+func (c *controllerStats) result(result []byte) {
+	if n, ok := c.results[string(result)]; ok {
+		*n++
+		return
+	}
+	if c.results == nil {
+		c.results = map[string]*uint64{}
+	}
+	key := string(result)
+	if len(c.results) >= maxResults {
+		key = otherResult
+	}
+	if n, ok := c.results[key]; ok {
+		*n++
+		return
+	}
+	c.results[key] = new(uint64(1))
 }
 
 // addError counts an error-level line in its group: controller-runtime's "Reconciler error" by
@@ -289,7 +335,13 @@ func (s *summary) report(top int) Report {
 
 func (c *controllerStats) report(name string) ControllerReport {
 	r := ControllerReport{Controller: name, Lines: c.lines, Errors: c.errors, TerminalErrors: c.terminal,
-		Results: c.results, First: formatTS(c.first), Last: formatTS(c.last)}
+		First: formatTS(c.first), Last: formatTS(c.last)}
+	for result, n := range c.results {
+		if r.Results == nil {
+			r.Results = map[string]uint64{}
+		}
+		r.Results[result] = *n
+	}
 	if c.reconciles > 0 {
 		r.Reconciles = new(c.reconciles)
 		r.ErrorRate = new(float64(c.errors) / float64(c.reconciles))
