@@ -1,0 +1,250 @@
+package myapp_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/testenv"
+)
+
+// Benchmark settings, from the environment so that `make bench` and `make bench-smoke` share
+// the code: SWITCHBOARD_BENCH_MYAPPS (N, default 1000), SWITCHBOARD_BENCH_ROUNDS (default 3),
+// SWITCHBOARD_BENCH_STEADY (steady-state window, default 60s).
+func benchSetting(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// benchWorkers is both the controller's concurrency and the floor's parallel workers.
+const benchWorkers = 4
+
+// objectResources are the resources a MyApp controller must write; events are counted apart.
+var objectResources = []string{"myapps", "myapps/status", "deployments", "services"}
+
+// BenchmarkConvergence converges N MyApps with the controller and, in the same run, measures
+// the floor: a plain client with as many workers doing only the writes any MyApp controller must
+// make. It reports the medians of several rounds, their ratio, the API writes per MyApp counted
+// by the API server, and the writes of a steady state that includes periodic resyncs of every
+// MyApp.
+func BenchmarkConvergence(b *testing.B) {
+	n := benchSetting("SWITCHBOARD_BENCH_MYAPPS", 1000)
+	rounds := benchSetting("SWITCHBOARD_BENCH_ROUNDS", 3)
+	steady := time.Duration(benchSetting("SWITCHBOARD_BENCH_STEADY", 60)) * time.Second
+	ctx := context.Background()
+	b.Logf("N=%d MyApps, %d rounds, %d workers, steady window %s; envtest service-cluster-ip-range 10.96.0.0/16 (the default /24 holds about 250 Services)",
+		n, rounds, benchWorkers, steady)
+
+	var floors, controlled, ratios []float64
+	var objectWrites, eventWrites float64
+	for range b.N {
+		for round := range rounds {
+			floor := runFloor(b, ctx, n)
+			took, writes, events := runController(b, ctx, n, round == rounds-1, steady)
+			floors = append(floors, floor.Seconds())
+			controlled = append(controlled, took.Seconds())
+			ratios = append(ratios, took.Seconds()/floor.Seconds())
+			objectWrites, eventWrites = writes, events
+		}
+	}
+	b.ReportMetric(float64(n), "myapps")
+	b.ReportMetric(median(floors), "floor-s")
+	b.ReportMetric(median(controlled), "controller-s")
+	b.ReportMetric(median(ratios), "x-floor")
+	b.ReportMetric(objectWrites/float64(n), "writes/myapp")
+	b.ReportMetric(eventWrites/float64(n), "events/myapp")
+}
+
+// runFloor does, with a plain client and benchWorkers workers, only the writes any MyApp
+// controller must make for each of n MyApps, and returns the wall time.
+func runFloor(b *testing.B, ctx context.Context, n int) time.Duration {
+	ns := benchNamespace(b, "floor-")
+	start := time.Now()
+	parallel(b, n, func(i int) error {
+		app := benchMyApp(ns, i)
+		if err := env.Client.Create(ctx, app); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(app.DeepCopy())
+		controllerutil.AddFinalizer(app, v1alpha1.MyAppFinalizer)
+		if err := env.Client.Patch(ctx, app, patch); err != nil {
+			return err
+		}
+		owner := metav1.OwnerReference{APIVersion: "app.example.com/v1alpha1", Kind: "MyApp", Name: app.Name, UID: app.UID, Controller: new(true)}
+		labels := map[string]string{"app.kubernetes.io/instance": app.Name}
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app.Name, OwnerReferences: []metav1.OwnerReference{owner}},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: new(app.Spec.Replicas),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: app.Spec.Image,
+						Ports: []corev1.ContainerPort{{ContainerPort: app.Spec.Port}}}}},
+				},
+			},
+		}
+		if err := env.Client.Create(ctx, d); err != nil {
+			return err
+		}
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app.Name, OwnerReferences: []metav1.OwnerReference{owner}},
+			Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: app.Spec.Port}}},
+		}
+		if err := env.Client.Create(ctx, svc); err != nil {
+			return err
+		}
+		app.Status.ObservedGeneration = app.Generation
+		app.Status.Phase = v1alpha1.MyAppPending
+		return env.Client.Status().Update(ctx, app)
+	})
+	return time.Since(start)
+}
+
+// runController creates n MyApps with benchWorkers workers while a manager runs the myapp
+// controller, and returns the time until every one converged with the controller's object and
+// event writes. When checkSteady is set it then watches a steady window with periodic resyncs
+// and fails the benchmark if anything is written.
+func runController(b *testing.B, ctx context.Context, n int, checkSteady bool, steady time.Duration) (time.Duration, float64, float64) {
+	resync := "0"
+	if checkSteady {
+		// Two resyncs of every MyApp fit in the steady window.
+		resync = (steady / 3).String()
+	}
+	// The manager watches only this round's namespace: the floor's MyApps are not its business.
+	ns := benchNamespace(b, "converge-")
+	m := env.StartManager(b, "--controllers=myapp", fmt.Sprintf("--concurrency=myapp=%d", benchWorkers),
+		"--resync-interval="+resync, "--watch-namespaces="+ns)
+	defer m.Stop()
+	before := apiWrites(b, ctx)
+
+	start := time.Now()
+	parallel(b, n, func(i int) error { return env.Client.Create(ctx, benchMyApp(ns, i)) })
+	waitAllConverged(b, ctx, ns, n)
+	took := time.Since(start)
+
+	// Events are sent in the background: let them land before counting.
+	time.Sleep(2 * time.Second)
+	after := apiWrites(b, ctx)
+	writes := sum(after, objectResources) - sum(before, objectResources) - float64(n) // minus our creates
+	events := after["events"] - before["events"]
+	if checkSteady {
+		reconciles, _ := testenv.ReconcileTotal("myapp")
+		time.Sleep(steady)
+		resynced, _ := testenv.ReconcileTotal("myapp")
+		steadyWrites := sum(apiWrites(b, ctx), append(objectResources, "events")) - sum(after, append(objectResources, "events"))
+		b.ReportMetric(steadyWrites, "steady-writes")
+		b.ReportMetric(resynced-reconciles, "steady-reconciles")
+		if resynced-reconciles < float64(n) {
+			b.Errorf("only %v reconciles in the steady window: the resync did not cover every MyApp", resynced-reconciles)
+		}
+	}
+	return took, writes, events
+}
+
+func waitAllConverged(b *testing.B, ctx context.Context, ns string, n int) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		var apps v1alpha1.MyAppList
+		if err := env.Client.List(ctx, &apps, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		done := 0
+		for _, app := range apps.Items {
+			if app.Status.ObservedGeneration == app.Generation {
+				done++
+			}
+		}
+		if done == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d MyApps converged after 10 minutes", done, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func benchNamespace(b *testing.B, prefix string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		b.Fatal(err)
+	}
+	return ns.Name
+}
+
+func benchMyApp(ns string, i int) *v1alpha1.MyApp {
+	return &v1alpha1.MyApp{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%05d", i)},
+		Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080},
+	}
+}
+
+// parallel runs do(0..n-1) on benchWorkers workers and fails b on the first error.
+func parallel(b *testing.B, n int, do func(i int) error) {
+	next := make(chan int)
+	errs := make(chan error, benchWorkers)
+	var wg sync.WaitGroup
+	for range benchWorkers {
+		wg.Go(func() {
+			for i := range next {
+				if err := do(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for i := range n {
+		select {
+		case next <- i:
+		case err := <-errs:
+			b.Fatal(err)
+		}
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+func apiWrites(b *testing.B, ctx context.Context) map[string]float64 {
+	w, err := env.APIWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+func sum(m map[string]float64, keys []string) float64 {
+	var s float64
+	for _, k := range keys {
+		s += m[k]
+	}
+	return s
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
