@@ -48,6 +48,27 @@ test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suit
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	CONTROLLER_GEN=$(CONTROLLER_GEN) go test ./... -count=1 -timeout 30m
 
+##@ Benchmarks
+
+# Every benchmark is a Go benchmark; `bench` repeats each BENCH_COUNT times and
+# hack/benchreport reports the medians against the issues' targets in bench/report.md and
+# bench/report.json. Heavy scenarios read their sizes from SWITCHBOARD_BENCH_* variables.
+BENCH_COUNT ?= 3
+BENCH_PKGS ?= ./...
+
+.PHONY: bench
+bench: envtest-assets ## Run every benchmark at full size and write bench/report.md and bench/report.json.
+	@mkdir -p bench/tmp
+	go test -run '^$$' -bench . -count=$(BENCH_COUNT) -timeout 120m $(BENCH_PKGS) 2>&1 | tee bench/tmp/raw.txt | grep -v '^\s' || true
+	go run ./hack/benchreport -out bench < bench/tmp/raw.txt
+
+.PHONY: bench-smoke
+bench-smoke: envtest-assets ## Run every benchmark once at a small size, so that they cannot rot (CI runs this).
+	@mkdir -p bench/tmp
+	SWITCHBOARD_BENCH_SMOKE=1 SWITCHBOARD_BENCH_MYAPPS=20 SWITCHBOARD_BENCH_STEADY=3 \
+		go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m $(BENCH_PKGS) > bench/tmp/smoke-raw.txt 2>&1 || { tail -50 bench/tmp/smoke-raw.txt; exit 1; }
+	go run ./hack/benchreport -out bench/tmp/smoke < bench/tmp/smoke-raw.txt
+
 ##@ Build and run
 
 .PHONY: build

@@ -21,8 +21,9 @@ import (
 )
 
 // Benchmark settings, from the environment so that `make bench` and `make bench-smoke` share
-// the code: SWITCHBOARD_BENCH_MYAPPS (N, default 1000), SWITCHBOARD_BENCH_ROUNDS (default 3),
-// SWITCHBOARD_BENCH_STEADY (steady-state window, default 60s).
+// the code: SWITCHBOARD_BENCH_MYAPPS (N, default 1000), SWITCHBOARD_BENCH_ROUNDS (rounds per
+// run, default 1: `make bench` repeats runs with -count and reports their median),
+// SWITCHBOARD_BENCH_STEADY (steady-state window in seconds, default 60).
 func benchSetting(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -43,7 +44,7 @@ var objectResources = []string{"myapps", "myapps/status", "deployments", "servic
 // MyApp.
 func BenchmarkConvergence(b *testing.B) {
 	n := benchSetting("SWITCHBOARD_BENCH_MYAPPS", 1000)
-	rounds := benchSetting("SWITCHBOARD_BENCH_ROUNDS", 3)
+	rounds := benchSetting("SWITCHBOARD_BENCH_ROUNDS", 1)
 	steady := time.Duration(benchSetting("SWITCHBOARD_BENCH_STEADY", 60)) * time.Second
 	ctx := context.Background()
 	b.Logf("N=%d MyApps, %d rounds, %d workers, steady window %s; envtest service-cluster-ip-range 10.96.0.0/16 (the default /24 holds about 250 Services)",

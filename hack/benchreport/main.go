@@ -1,0 +1,242 @@
+// Command benchreport turns `go test -bench` output into bench/report.md and bench/report.json:
+// one row per (benchmark, metric), the median over repeated runs, and the target the issues set
+// for it, with pass or short. It reads the benchmark output on stdin and prints the table.
+//
+//	go test -run '^$' -bench . ./... | go run ./hack/benchreport -out bench
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Target is a figure an issue asks for.
+type Target struct {
+	// Benchmark is the benchmark's name without the -GOMAXPROCS suffix; a sub-benchmark's full
+	// name ("BenchmarkMapFunction/objects=10000").
+	Benchmark string
+	// Unit is the metric's unit as the benchmark reports it.
+	Unit string
+	// Scenario says in words what is measured.
+	Scenario string
+	// AtMost is true for an upper bound, false for a lower bound.
+	AtMost bool
+	// Value is the bound.
+	Value float64
+}
+
+// targets are the figures the issues ask for. A metric with no target is reported as measured.
+var targets = []Target{
+	{"BenchmarkConvergence", "x-floor", "MyApp convergence time / plain-client floor (issue 3)", true, 1.3},
+	{"BenchmarkConvergence", "writes/myapp", "MyApp object writes per MyApp during convergence (issue 3)", true, 4},
+	{"BenchmarkConvergence", "steady-writes", "writes in a steady window with periodic resyncs of every MyApp (issue 3)", true, 0},
+}
+
+// Row is one line of the report.
+type Row struct {
+	Benchmark string    `json:"benchmark"`
+	Unit      string    `json:"unit"`
+	Scenario  string    `json:"scenario,omitempty"`
+	Median    float64   `json:"median"`
+	Runs      []float64 `json:"runs"`
+	Target    string    `json:"target,omitempty"`
+	Status    string    `json:"status"`
+}
+
+// Report is the whole report.
+type Report struct {
+	Date    string            `json:"date"`
+	Machine map[string]string `json:"machine"`
+	Rows    []Row             `json:"rows"`
+}
+
+func main() {
+	out := flag.String("out", "bench", "directory to write report.md and report.json into")
+	flag.Parse()
+	rows, failed, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+	report := Report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Rows: rows}
+	if err := write(*out, report); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+	fmt.Print(markdown(report))
+	if failed {
+		fmt.Fprintln(os.Stderr, "benchreport: a benchmark failed (see its output above)")
+		os.Exit(1)
+	}
+}
+
+// parse reads benchmark result lines ("BenchmarkX-2  1  123 ns/op  4.0 writes/myapp") and
+// returns one row per benchmark and unit, and whether any package failed.
+func parse(r io.Reader) ([]Row, bool, error) {
+	runs := map[[2]string][]float64{}
+	var order [][2]string
+	failed := false
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "--- FAIL") {
+			failed = true
+		}
+		fields := strings.Fields(line)
+		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+			continue
+		}
+		name := trimProcs(fields[0])
+		// fields[1] is the iteration count; then value/unit pairs.
+		for i := 2; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return nil, failed, fmt.Errorf("reading %q: %w", line, err)
+			}
+			key := [2]string{name, fields[i+1]}
+			if _, seen := runs[key]; !seen {
+				order = append(order, key)
+			}
+			runs[key] = append(runs[key], v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, failed, err
+	}
+	rows := make([]Row, 0, len(order))
+	for _, key := range order {
+		rows = append(rows, row(key[0], key[1], runs[key]))
+	}
+	return rows, failed, nil
+}
+
+// trimProcs removes the -GOMAXPROCS suffix go test adds to benchmark names.
+func trimProcs(name string) string {
+	if i := strings.LastIndex(name, "-"); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			return name[:i]
+		}
+	}
+	return name
+}
+
+func row(benchmark, unit string, runs []float64) Row {
+	r := Row{Benchmark: benchmark, Unit: unit, Median: median(runs), Runs: runs, Status: "measured"}
+	for _, t := range targets {
+		if t.Benchmark != benchmark || t.Unit != unit {
+			continue
+		}
+		r.Scenario = t.Scenario
+		if t.AtMost {
+			r.Target = fmt.Sprintf("<= %g", t.Value)
+			r.Status = passOrShort(r.Median <= t.Value)
+		} else {
+			r.Target = fmt.Sprintf(">= %g", t.Value)
+			r.Status = passOrShort(r.Median >= t.Value)
+		}
+	}
+	return r
+}
+
+func passOrShort(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "short"
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// machine describes where the figures were measured: absolute times depend on it.
+func machine() map[string]string {
+	m := map[string]string{
+		"cores": strconv.Itoa(runtime.NumCPU()),
+		"go":    runtime.Version(),
+		"os":    runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				m["cpu"] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	for mod, key := range map[string]string{"sigs.k8s.io/controller-runtime": "controller-runtime", "k8s.io/client-go": "client-go"} {
+		if v := requiredVersion("go.mod", mod); v != "" {
+			m[key] = v
+		}
+	}
+	if v := requiredVersion(filepath.Join("hack", "tools", "kube", "go.mod"), "k8s.io/kubernetes"); v != "" {
+		m["kube-apiserver"] = v
+	}
+	return m
+}
+
+// requiredVersion finds the version of mod in a go.mod's require lines.
+func requiredVersion(gomod, mod string) string {
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(fields) >= 2 && fields[0] == mod {
+			return fields[1]
+		}
+	}
+	return ""
+}
+
+func write(dir string, report Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(markdown(report)), 0o644)
+}
+
+func markdown(report Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmark report\n\nMeasured %s on %s cores (%s), %s; controller-runtime %s, kube-apiserver %s.\n",
+		report.Date, report.Machine["cores"], report.Machine["cpu"], report.Machine["go"],
+		report.Machine["controller-runtime"], report.Machine["kube-apiserver"])
+	b.WriteString("Absolute times depend on this machine; ratios are measured against a baseline in the same run.\n\n")
+	b.WriteString("| benchmark | metric | median | runs | target | status | scenario |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range report.Rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s |\n", r.Benchmark, r.Unit, strconv.FormatFloat(r.Median, 'g', 4, 64),
+			len(r.Runs), orDash(r.Target), r.Status, r.Scenario)
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

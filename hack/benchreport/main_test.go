@@ -1,0 +1,65 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseMediansAndTargets(t *testing.T) {
+	out := `goos: linux
+BenchmarkConvergence-2   	       1	17078929922 ns/op	         4.038 controller-s	   4.000 writes/myapp	         0.9 x-floor
+BenchmarkConvergence-2   	       1	17078929922 ns/op	         4.100 controller-s	   5.000 writes/myapp	         1.5 x-floor
+BenchmarkConvergence-2   	       1	17078929922 ns/op	         4.200 controller-s	   6.000 writes/myapp	         1.4 x-floor
+BenchmarkMapFunction/objects=100-2 	 100000	      1200 ns/op
+PASS
+ok  	github.com/example/switchboard/controllers/myapp	23.594s
+`
+	rows, failed, err := parse(strings.NewReader(out))
+	if err != nil || failed {
+		t.Fatalf("parse: failed %v err %v", failed, err)
+	}
+	got := map[string]Row{}
+	for _, r := range rows {
+		got[r.Benchmark+" "+r.Unit] = r
+	}
+	for key, want := range map[string]struct {
+		median float64
+		status string
+	}{
+		"BenchmarkConvergence x-floor":           {1.4, "short"},
+		"BenchmarkConvergence writes/myapp":      {5, "short"},
+		"BenchmarkConvergence controller-s":      {4.1, "measured"},
+		"BenchmarkMapFunction/objects=100 ns/op": {1200, "measured"},
+	} {
+		r, ok := got[key]
+		if !ok {
+			t.Errorf("no row %q", key)
+			continue
+		}
+		if diff := cmp.Diff([2]any{want.median, want.status}, [2]any{r.Median, r.Status}); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", key, diff)
+		}
+	}
+}
+
+func TestParseNoticesFailure(t *testing.T) {
+	_, failed, err := parse(strings.NewReader("--- FAIL: BenchmarkConvergence\nFAIL\tpkg\t1s\n"))
+	if err != nil || !failed {
+		t.Errorf("failed %v err %v, want a failure noticed", failed, err)
+	}
+}
+
+func TestTrimProcs(t *testing.T) {
+	for in, want := range map[string]string{
+		"BenchmarkX-2":                "BenchmarkX",
+		"BenchmarkX/objects=10000-16": "BenchmarkX/objects=10000",
+		"BenchmarkX/name-with-dash":   "BenchmarkX/name-with-dash",
+		"BenchmarkNoProcs":            "BenchmarkNoProcs",
+	} {
+		if got := trimProcs(in); got != want {
+			t.Errorf("trimProcs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
