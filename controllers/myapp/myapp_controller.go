@@ -24,10 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/apply"
+	"github.com/example/switchboard/controllers/internal/reconcilelog"
 )
 
 // ControllerName names the controller in the table, in logs and metrics, and is its field
@@ -68,7 +70,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options,
 	for _, trigger := range triggers {
 		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(r)
+	return b.Complete(reconcilelog.Wrap(reconcile.Reconciler(r)))
 }
 
 // specOrDeletionChanged lets through creations, deletions, and updates that change the spec
