@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,8 @@ type Options struct {
 	SyncPeriod              time.Duration
 	ResyncInterval          time.Duration
 	SourceBufferSize        int
+	UsageSource             string
+	UsageInterval           time.Duration
 	Zap                     zap.Options
 }
 
@@ -60,6 +63,8 @@ func NewOptions() *Options {
 		SyncPeriod:             10 * time.Hour,
 		ResyncInterval:         10 * time.Minute,
 		SourceBufferSize:       sources.DefaultBufferSize,
+		UsageSource:            sources.UsageFromMetricsAPI,
+		UsageInterval:          sources.DefaultUsageInterval,
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
 		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
 	}
@@ -82,6 +87,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers relist every watched object from the API server.")
 	fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval, "How often the periodic source re-enqueues every primary object of each controller; 0 turns it off.")
 	fs.IntVar(&o.SourceBufferSize, "source-buffer-size", o.SourceBufferSize, "Events each controller's channel of each source holds before new ones are dropped and counted.")
+	fs.StringVar(&o.UsageSource, "usage-source", o.UsageSource, "Where the verticalscaler's metrics source reads Pod usage: "+strings.Join(sources.UsageSources, ", ")+" ('pod-annotations' reads "+sources.UsageAnnotationPrefix+"<container> annotations such as 'cpu=250m,memory=128Mi', for clusters without metrics-server).")
+	fs.DurationVar(&o.UsageInterval, "usage-interval", o.UsageInterval, "How often the metrics source reads Pod usage.")
 	o.Zap.BindFlags(fs)
 }
 
@@ -116,6 +123,10 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		return Selection{}, fmt.Errorf("--resync-interval must not be negative, got %s", o.ResyncInterval)
 	case o.SourceBufferSize < 1:
 		return Selection{}, fmt.Errorf("--source-buffer-size must be at least 1, got %d", o.SourceBufferSize)
+	case !slices.Contains(sources.UsageSources, o.UsageSource):
+		return Selection{}, fmt.Errorf("--usage-source must be one of %s, got %q", strings.Join(sources.UsageSources, ", "), o.UsageSource)
+	case o.UsageInterval <= 0:
+		return Selection{}, fmt.Errorf("--usage-interval must be positive, got %s", o.UsageInterval)
 	}
 	return Selection{Controllers: selected, Concurrency: concurrency}, nil
 }

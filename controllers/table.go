@@ -81,7 +81,7 @@ func Table() []Controller {
 				{Object: &appsv1.Deployment{}, How: "maps"},
 			},
 			Indexes: []indexers.Index{indexers.VerticalScalerByDeploymentName},
-			Sources: []sources.Name{sources.Periodic},
+			Sources: []sources.Name{sources.Periodic, sources.Metrics},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
 				r := &verticalscaler.Reconciler{Client: mgr.GetClient()}
 				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)

@@ -104,6 +104,8 @@ func (o *Options) sourceOn(name sources.Name) bool {
 	switch name {
 	case sources.Periodic:
 		return o.ResyncInterval > 0
+	case sources.Metrics:
+		return o.UsageSource != sources.UsageOff
 	default:
 		return true
 	}
@@ -120,7 +122,25 @@ func addProducers(mgr ctrl.Manager, registry *sources.Registry, controllers []Co
 		lists[c.Name] = newList
 	}
 	periodic := sources.PeriodicResync{Reader: mgr.GetCache(), Interval: o.ResyncInterval, Lists: lists}
-	_, err := registry.AddProducer(mgr, sources.Periodic, periodic.Run)
+	if _, err := registry.AddProducer(mgr, sources.Periodic, periodic.Run); err != nil {
+		return err
+	}
+	return addUsageProducer(mgr, registry, o)
+}
+
+// addUsageProducer starts the metrics source when a controller consumes it and it is on.
+func addUsageProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options) error {
+	if !o.sourceOn(sources.Metrics) {
+		return nil
+	}
+	// Pods and PodMetrics are read per targeted Deployment, uncached: caching every Pod of the
+	// cluster would cost far more memory than the reads.
+	usage, err := sources.NewUsageReader(o.UsageSource, mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
+	producer := &sources.UsageProducer{Cache: mgr.GetCache(), Usage: usage, Interval: o.UsageInterval, Threshold: sources.DefaultMoveThreshold}
+	_, err = registry.AddProducer(mgr, sources.Metrics, producer.Run)
 	return err
 }
 

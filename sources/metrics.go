@@ -29,10 +29,11 @@ const DefaultUsageInterval = time.Minute
 // recommendation moved by more than Threshold from what its status holds, or when usage cannot
 // be read and its status does not say so yet.
 //
-// The event carries the news: its object is a *v1alpha1.VerticalScaler holding only its key and
-// the status the producer knows, status.recommendation (uncapped: bounding it by the
-// VerticalScaler's policies is the controller's job) with RecommendationProvided=True, or no
-// recommendation and RecommendationProvided=False with reason MetricsUnavailable. The producer
+// The event carries the news: its object is a *v1alpha1.VerticalScaler holding only its key,
+// spec.deploymentName and the status the producer knows: status.recommendation (uncapped:
+// bounding it by the VerticalScaler's policies is the controller's job) with
+// RecommendationProvided=True, or no recommendation and RecommendationProvided=False with reason
+// MetricsUnavailable. The producer
 // compares with the status the controller wrote, not with what it sent, so a dropped event is
 // sent again on the next cycle: level-triggered, like the periodic source.
 type UsageProducer struct {
@@ -186,7 +187,10 @@ const recommendedMessage = "Recommended from the usage of the Deployment's Pods"
 // samples) there is nothing to say.
 func report(vs *v1alpha1.VerticalScaler, estimates map[string]Estimate, readErr error, threshold float64) *v1alpha1.VerticalScaler {
 	provided := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided)
-	out := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: vs.Namespace, Name: vs.Name}}
+	// The Deployment travels with the report, so that a report about the Deployment a
+	// VerticalScaler named before is not taken for one about the one it names now.
+	out := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: vs.Namespace, Name: vs.Name},
+		Spec: v1alpha1.VerticalScalerSpec{DeploymentName: vs.Spec.DeploymentName}}
 	if readErr != nil {
 		if provided != nil && provided.Reason == v1alpha1.ReasonMetricsUnavailable {
 			return nil

@@ -128,6 +128,11 @@ type VerticalScalerStatus struct {
 	// +optional
 	Applied bool `json:"applied,omitempty"`
 
+	// LastAppliedTime is when the recommendation was last written to the Deployment; the next
+	// write waits a minimum interval after it, because every write rolls the Pods.
+	// +optional
+	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
+
 	// ObservedGeneration is the generation of the spec last carried out without error.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

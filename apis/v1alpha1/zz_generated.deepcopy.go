@@ -321,6 +321,10 @@ func (in *VerticalScalerStatus) DeepCopyInto(out *VerticalScalerStatus) {
 		*out = new(Recommendation)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.LastAppliedTime != nil {
+		in, out := &in.LastAppliedTime, &out.LastAppliedTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -3,12 +3,15 @@ package verticalscaler
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,40 +30,66 @@ import (
 // manager.
 const ControllerName = "verticalscaler"
 
-// Reasons of the DeploymentFound condition.
-const (
-	ReasonDeploymentFound   = "DeploymentFound"
-	ReasonDeploymentMissing = "DeploymentNotFound"
-)
-
 // +kubebuilder:rbac:groups=app.example.com,resources=verticalscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=app.example.com,resources=verticalscalers/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups=metrics.k8s.io,resources=pods,verbs=list
 
 // Reconciler reconciles VerticalScalers.
 type Reconciler struct {
 	Client client.Client
+	// MinApplyInterval is the least time between two writes to one Deployment;
+	// DefaultMinApplyInterval when zero.
+	MinApplyInterval time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	// reports holds, per VerticalScaler, the latest usage report of the metrics source (see
+	// sources.UsageProducer): the producer keeps the usage history, the controller keeps its
+	// latest conclusion until the VerticalScaler is deleted.
+	reports sync.Map // types.NamespacedName -> *v1alpha1.VerticalScaler
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
+}
+
+func (r *Reconciler) minApplyInterval() time.Duration {
+	if r.MinApplyInterval == 0 {
+		return DefaultMinApplyInterval
+	}
+	return r.MinApplyInterval
 }
 
 // SetupWithManager adds the controller to mgr; each trigger is a channel source whose events
-// name VerticalScalers to reconcile.
+// name VerticalScalers to reconcile, and may carry a usage report.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, triggers ...<-chan event.GenericEvent) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).
 		For(&v1alpha1.VerticalScaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.verticalScalersFor),
-			builder.WithPredicates(existenceChanged()))
+			builder.WithPredicates(DeploymentChanged()))
 	for _, trigger := range triggers {
-		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(trigger, r.reportsHandler()))
 	}
 	return b.Complete(r)
 }
 
-// existenceChanged lets through the Deployment events that can change what the controller
-// reports: creation and deletion.
-func existenceChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
+// reportsHandler enqueues the VerticalScaler an event names, after keeping the usage report
+// the event carries, if any (only the metrics source's events carry one).
+func (r *Reconciler) reportsHandler() handler.EventHandler {
+	return handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		key := client.ObjectKeyFromObject(e.Object)
+		if report, ok := e.Object.(*v1alpha1.VerticalScaler); ok {
+			r.reports.Store(key, report)
+		}
+		q.Add(reconcile.Request{NamespacedName: key})
+	}}
 }
 
 // verticalScalersFor maps a Deployment to the VerticalScalers that name it, through the shared
@@ -68,7 +97,8 @@ func existenceChanged() predicate.Predicate {
 func (r *Reconciler) verticalScalersFor(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list v1alpha1.VerticalScalerList
 	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingFields{indexers.VerticalScalerDeploymentNameField: obj.GetName()}); err != nil {
+		client.MatchingFields{indexers.VerticalScalerDeploymentNameField: obj.GetName()},
+		client.UnsafeDisableDeepCopy); err != nil {
 		// The cache answers from memory; an error here means the index is missing, a
 		// programming error that the suite catches.
 		ctrl.LoggerFrom(ctx).Error(err, "Listing VerticalScalers by Deployment failed")
@@ -81,39 +111,106 @@ func (r *Reconciler) verticalScalersFor(ctx context.Context, obj client.Object) 
 	return requests
 }
 
-// Reconcile reports whether a VerticalScaler's Deployment exists.
+// observation is what one reconcile saw and did; computeStatus turns it into status.
+type observation struct {
+	// deployment is nil when it does not exist.
+	deployment *appsv1.Deployment
+	// report is the latest usage report about the Deployment named now; nil when none came
+	// since the manager started.
+	report *v1alpha1.VerticalScaler
+	// recommendation is the bounded recommendation; nil when there is none yet.
+	recommendation *v1alpha1.Recommendation
+	// policyProblems name the policies that do not fit the Deployment.
+	policyProblems []string
+	// apply is what happened in Auto mode; nil otherwise, or when nothing was attempted.
+	apply *applyState
+	// err is the error of this reconcile, if any.
+	err error
+}
+
+// Reconcile recommends requests for the containers of a VerticalScaler's Deployment from their
+// usage, bounded by its policies; in Auto mode it writes them to the Deployment.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vs := &v1alpha1.VerticalScaler{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vs); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Nothing to clean up on the Deployment: it is not ours.
+			r.reports.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	deployment := &appsv1.Deployment{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: vs.Namespace, Name: vs.Spec.DeploymentName}, deployment)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("reading Deployment %s: %w", vs.Spec.DeploymentName, err)
+	obs := observation{report: r.report(req.NamespacedName, vs.Spec.DeploymentName)}
+	deployment, err := r.deployment(ctx, vs)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.updateStatus(ctx, vs, computeStatus(vs, err == nil))
+	obs.deployment = deployment
+	if deployment != nil {
+		r.recommend(vs, &obs)
+		if vs.Spec.UpdateMode == v1alpha1.UpdateModeAuto && obs.recommendation != nil {
+			state, err := r.applyRecommendation(ctx, vs, deployment, obs.recommendation)
+			obs.apply, obs.err = &state, err
+		}
+	}
+	if err := r.updateStatus(ctx, vs, computeStatus(vs, obs)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if obs.err != nil {
+		return ctrl.Result{}, obs.err
+	}
+	if obs.apply != nil && obs.apply.wait > 0 {
+		return ctrl.Result{RequeueAfter: obs.apply.wait}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
-// computeStatus is the one place a VerticalScaler's status is computed.
-func computeStatus(vs *v1alpha1.VerticalScaler, found bool) v1alpha1.VerticalScalerStatus {
-	status := *vs.Status.DeepCopy()
-	c := metav1.Condition{Type: v1alpha1.ConditionDeploymentFound, Status: metav1.ConditionTrue,
-		Reason: ReasonDeploymentFound, ObservedGeneration: vs.Generation,
-		Message: fmt.Sprintf("Deployment %s exists", vs.Spec.DeploymentName)}
-	if !found {
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonDeploymentMissing
-		c.Message = fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace)
+// report returns the latest usage report for the VerticalScaler key, if it is about
+// deploymentName.
+func (r *Reconciler) report(key types.NamespacedName, deploymentName string) *v1alpha1.VerticalScaler {
+	v, ok := r.reports.Load(key)
+	if !ok {
+		return nil
 	}
-	meta.SetStatusCondition(&status.Conditions, c)
-	status.ObservedGeneration = vs.Generation
-	return status
+	report := v.(*v1alpha1.VerticalScaler)
+	if report.Spec.DeploymentName != deploymentName {
+		return nil
+	}
+	return report
+}
+
+// deployment reads the VerticalScaler's Deployment from the cache; nil when it does not exist.
+func (r *Reconciler) deployment(ctx context.Context, vs *v1alpha1.VerticalScaler) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: vs.Namespace, Name: vs.Spec.DeploymentName}, d)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Deployment %s: %w", vs.Spec.DeploymentName, err)
+	}
+	return d, nil
+}
+
+// recommend bounds the latest estimates (the report's, else those kept in status) by the
+// policies, for the containers the Deployment has.
+func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
+	containers := obs.deployment.Spec.Template.Spec.Containers
+	obs.policyProblems = unknownContainers(&vs.Spec, containers)
+	estimates := estimatesOf(vs.Status.Recommendation)
+	if obs.report != nil && obs.report.Status.Recommendation != nil {
+		estimates = estimatesOf(obs.report.Status.Recommendation)
+	}
+	obs.recommendation = recommend(&vs.Spec, containers, estimates)
 }
 
 // updateStatus writes status when it differs from what the VerticalScaler has.
 func (r *Reconciler) updateStatus(ctx context.Context, vs *v1alpha1.VerticalScaler, status v1alpha1.VerticalScalerStatus) error {
-	if cmp.Equal(vs.Status, status) {
+	if equality.Semantic.DeepEqual(vs.Status, status) {
 		return nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if log.V(1).Enabled() {
+		log.V(1).Info("Updating status", "diff", cmp.Diff(vs.Status, status))
 	}
 	patch := client.MergeFrom(vs.DeepCopy())
 	vs.Status = status

@@ -1,0 +1,166 @@
+package verticalscaler
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/apply"
+)
+
+// Anti-flapping: every write to a Deployment's Pod template rolls its Pods, so the controller
+// writes only when a request is clearly off, and not more often than a minimum interval.
+const (
+	// ApplyTolerance is the hysteresis: a request within this fraction of the recommended one
+	// is left alone. It matches the metrics source's DefaultMoveThreshold, so that a
+	// recommendation that moved enough to be reported also moves enough to be applied.
+	ApplyTolerance = 0.1
+	// DefaultMinApplyInterval is the least time between two writes to one Deployment.
+	DefaultMinApplyInterval = 10 * time.Minute
+)
+
+// applyState is what happened to the recommendation in Auto mode; it becomes the Applied
+// condition.
+type applyState struct {
+	// reason is the Applied condition's reason.
+	reason string
+	// message explains reason.
+	message string
+	// wait is how long until the next write is allowed, when waiting.
+	wait time.Duration
+	// appliedAt is set when this reconcile wrote the Deployment.
+	appliedAt time.Time
+}
+
+// Reasons of the Applied condition.
+const (
+	ReasonApplied            = "Applied"
+	ReasonUpdateModeOff      = "UpdateModeOff"
+	ReasonNoRecommendation   = "NoRecommendation"
+	ReasonWaitingMinInterval = "WaitingForMinApplyInterval"
+	ReasonApplyFailed        = "ApplyFailed"
+)
+
+// needsUpdate says whether any controlled request of the containers is missing or off its
+// desired value by more than ApplyTolerance.
+func needsUpdate(current []corev1.Container, desired map[string]corev1.ResourceRequirements) bool {
+	for _, c := range current {
+		want, ok := desired[c.Name]
+		if !ok {
+			continue
+		}
+		for name, target := range want.Requests {
+			have, ok := c.Resources.Requests[name]
+			if !ok {
+				if have, ok = c.Resources.Limits[name]; !ok {
+					return true
+				}
+			}
+			t := target.AsApproximateFloat64()
+			if t == 0 {
+				if have.Sign() != 0 {
+					return true
+				}
+				continue
+			}
+			if math.Abs(have.AsApproximateFloat64()-t)/t > ApplyTolerance {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// untilNextApply returns how long to wait before the next write, given the last one.
+func untilNextApply(last *time.Time, now time.Time, interval time.Duration) time.Duration {
+	if last == nil {
+		return 0
+	}
+	return max(0, last.Add(interval).Sub(now))
+}
+
+// desiredResourcesOf returns, per container of the Pod template with a recommendation, the
+// resources the controller wants it to have.
+func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, rec *v1alpha1.Recommendation) map[string]corev1.ResourceRequirements {
+	byName := map[string]v1alpha1.ContainerRecommendation{}
+	for _, c := range rec.ContainerRecommendations {
+		byName[c.ContainerName] = c
+	}
+	out := map[string]corev1.ResourceRequirements{}
+	for _, c := range containers {
+		r, ok := byName[c.Name]
+		if !ok {
+			continue
+		}
+		if res := desiredResources(c.Resources, r, policyFor(spec, c.Name)); len(res.Requests) > 0 {
+			out[c.Name] = res
+		}
+	}
+	return out
+}
+
+// desiredDeployment is the apply configuration of the fields the controller owns: the
+// controlled requests and limits of the containers, nothing else. It lists containers in the
+// template's order.
+func desiredDeployment(d *appsv1.Deployment, desired map[string]corev1.ResourceRequirements) *appsv1ac.DeploymentApplyConfiguration {
+	podSpec := corev1ac.PodSpec()
+	for _, c := range d.Spec.Template.Spec.Containers {
+		res, ok := desired[c.Name]
+		if !ok {
+			continue
+		}
+		rac := corev1ac.ResourceRequirements().WithRequests(res.Requests)
+		if len(res.Limits) > 0 {
+			rac.WithLimits(res.Limits)
+		}
+		podSpec.WithContainers(corev1ac.Container().WithName(c.Name).WithResources(rac))
+	}
+	return appsv1ac.Deployment(d.Name, d.Namespace).
+		WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithSpec(podSpec)))
+}
+
+// applyRecommendation writes rec to the Deployment in Auto mode, when a request is off by more
+// than the tolerance and the minimum interval since the last write has passed. The write is a
+// server-side apply under the controller's field manager that sends only the controlled
+// resources, and nothing when the manager already owns exactly those values.
+func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.VerticalScaler, d *appsv1.Deployment, rec *v1alpha1.Recommendation) (applyState, error) {
+	desired := desiredResourcesOf(&vs.Spec, d.Spec.Template.Spec.Containers, rec)
+	if len(desired) == 0 {
+		return applyState{reason: ReasonNoRecommendation, message: "No controlled resource of any container has a recommendation"}, nil
+	}
+	if !needsUpdate(d.Spec.Template.Spec.Containers, desired) {
+		return applyState{reason: ReasonApplied, message: fmt.Sprintf("Every controlled request is within %.0f%% of the recommendation", ApplyTolerance*100)}, nil
+	}
+	now := r.now()
+	var last *time.Time
+	if vs.Status.LastAppliedTime != nil {
+		last = &vs.Status.LastAppliedTime.Time
+	}
+	if wait := untilNextApply(last, now, r.minApplyInterval()); wait > 0 {
+		return applyState{reason: ReasonWaitingMinInterval, wait: wait,
+			message: fmt.Sprintf("The last write was at %s; the next is allowed %s after it", last.UTC().Format(time.RFC3339), r.minApplyInterval())}, nil
+	}
+	owned, err := appsv1ac.ExtractDeployment(d, ControllerName)
+	if err != nil {
+		return applyState{}, fmt.Errorf("reading the fields %s owns on Deployment %s: %w", ControllerName, d.Name, err)
+	}
+	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, runtime.ApplyConfiguration(owned), desiredDeployment(d, desired))
+	if err != nil {
+		return applyState{reason: ReasonApplyFailed, message: err.Error()}, fmt.Errorf("Deployment %s: %w", d.Name, err)
+	}
+	state := applyState{reason: ReasonApplied, message: "The Deployment's containers carry the recommendation"}
+	if changed {
+		ctrl.LoggerFrom(ctx).Info("Applied recommendation to Deployment", "deployment", d.Name, "fieldManager", ControllerName)
+		state.appliedAt = now
+	}
+	return state, nil
+}

@@ -1,0 +1,118 @@
+package verticalscaler
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+)
+
+// Reasons of the controller's conditions (the metrics source's are in v1alpha1).
+const (
+	ReasonDeploymentFound   = "DeploymentFound"
+	ReasonDeploymentMissing = "DeploymentNotFound"
+	ReasonNoUsageYet        = "NoUsageYet"
+	ReasonContainerNotFound = "ContainerNotFound"
+	ReasonReady             = "Ready"
+)
+
+// computeStatus is the one place a VerticalScaler's status is computed, from what one reconcile
+// observed and did. What it cannot see this time (the recommendation, the
+// RecommendationProvided condition when no usage report came since the manager started) it
+// keeps from the current status.
+func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.VerticalScalerStatus {
+	status := *vs.Status.DeepCopy()
+	set := func(t string, ok bool, reason, message string) {
+		c := metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: vs.Generation}
+		if ok {
+			c.Status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&status.Conditions, c)
+	}
+
+	found := obs.deployment != nil
+	if found {
+		set(v1alpha1.ConditionDeploymentFound, true, ReasonDeploymentFound, fmt.Sprintf("Deployment %s exists", vs.Spec.DeploymentName))
+	} else {
+		set(v1alpha1.ConditionDeploymentFound, false, ReasonDeploymentMissing,
+			fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace))
+	}
+
+	if obs.recommendation != nil {
+		status.Recommendation = obs.recommendation
+	}
+	provided := providedCondition(vs, obs)
+	set(provided.Type, provided.Status == metav1.ConditionTrue, provided.Reason, provided.Message)
+
+	applied := appliedCondition(vs, obs)
+	set(applied.Type, applied.Status == metav1.ConditionTrue, applied.Reason, applied.Message)
+	status.Applied = applied.Status == metav1.ConditionTrue
+	if obs.apply != nil && !obs.apply.appliedAt.IsZero() {
+		status.LastAppliedTime = &metav1.Time{Time: obs.apply.appliedAt}
+	}
+
+	ready, reason, message := readiness(vs, found, obs, provided, applied)
+	set(v1alpha1.ConditionReady, ready, reason, message)
+	if obs.err == nil {
+		status.ObservedGeneration = vs.Generation
+	}
+	return status
+}
+
+// providedCondition is RecommendationProvided: what the latest usage report said, else what the
+// status says, else that no usage came yet.
+func providedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condition {
+	if obs.report != nil {
+		if c := meta.FindStatusCondition(obs.report.Status.Conditions, v1alpha1.ConditionRecommendationProvided); c != nil {
+			out := *c
+			if c.Reason == v1alpha1.ReasonMetricsUnavailable && vs.Status.Recommendation != nil {
+				out.Message += "; the last recommendation is kept"
+			}
+			return out
+		}
+	}
+	if c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided); c != nil {
+		return *c
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionFalse,
+		Reason: ReasonNoUsageYet, Message: "No usage of the Deployment's Pods has been read yet"}
+}
+
+// appliedCondition is Applied: whether the Deployment carries the recommendation (Auto mode
+// only).
+func appliedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionApplied, Status: metav1.ConditionFalse}
+	switch {
+	case vs.Spec.UpdateMode != v1alpha1.UpdateModeAuto:
+		c.Reason, c.Message = ReasonUpdateModeOff, "updateMode is Off: the recommendation is only reported"
+	case obs.deployment == nil:
+		c.Reason, c.Message = ReasonDeploymentMissing, fmt.Sprintf("Deployment %s does not exist", vs.Spec.DeploymentName)
+	case obs.recommendation == nil || obs.apply == nil:
+		c.Reason, c.Message = ReasonNoRecommendation, "There is no recommendation to apply yet"
+	default:
+		c.Reason, c.Message = obs.apply.reason, obs.apply.message
+		if obs.apply.reason == ReasonApplied {
+			c.Status = metav1.ConditionTrue
+		}
+	}
+	return c
+}
+
+// readiness is Ready: the Deployment exists, its policies fit it, there is a recommendation, and
+// in Auto mode the Deployment carries it. Otherwise the first thing missing, in that order.
+func readiness(vs *v1alpha1.VerticalScaler, found bool, obs observation, provided, applied metav1.Condition) (bool, string, string) {
+	switch {
+	case !found:
+		return false, ReasonDeploymentMissing, fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace)
+	case len(obs.policyProblems) > 0:
+		return false, ReasonContainerNotFound, strings.Join(obs.policyProblems, "; ")
+	case provided.Status != metav1.ConditionTrue:
+		return false, provided.Reason, provided.Message
+	case vs.Spec.UpdateMode == v1alpha1.UpdateModeAuto && applied.Status != metav1.ConditionTrue:
+		return false, applied.Reason, applied.Message
+	}
+	return true, ReasonReady, "The recommendation is current"
+}
