@@ -92,3 +92,41 @@ func markDeploymentReady(t *testing.T, d *appsv1.Deployment) {
 		t.Fatal(err)
 	}
 }
+
+// TestStatusOnlyUpdateDoesNotReconcile checks the For predicate: a write to a MyApp's status
+// alone (as the controller's own status writes are) does not trigger a reconcile, while a spec
+// change does.
+func TestStatusOnlyUpdateDoesNotReconcile(t *testing.T) {
+	env.StartManager(t, "--controllers=myapp", "--resync-interval=0")
+	ctx := context.Background()
+	app := newMyApp(newNamespace(t), "quiet")
+	if err := env.Client.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, app)
+	time.Sleep(time.Second) // let the events of convergence drain
+	before, err := testenv.ReconcileTotal("myapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	app.Status.Phase = v1alpha1.MyAppFailed
+	if err := env.Client.Status().Update(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if after, _ := testenv.ReconcileTotal("myapp"); after != before {
+		t.Errorf("a status-only update caused %v reconciles", after-before)
+	}
+
+	app.Spec.Replicas = 2
+	if err := env.Client.Update(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, timeout, func() error {
+		if after, _ := testenv.ReconcileTotal("myapp"); after == before {
+			return fmt.Errorf("a spec change caused no reconcile")
+		}
+		return nil
+	})
+}
