@@ -1,0 +1,240 @@
+//go:build ignore
+
+// Command capture records real manager logs for the tests of `manager logs`: it starts a
+// control plane (envtest: etcd and kube-apiserver), runs the manager binary against it at debug
+// level with the RBAC of config/rbac, except that it may write Services only in the namespace
+// "shop", creates objects that make every controller work (with failures: a name conflict, a
+// Service the manager may not create, a missing Deployment and a missing ConfigMap), restarts
+// the manager once, and writes the manager's JSON log, both runs one after the other.
+//
+//	go build -o /tmp/manager . && go run testdata/logs/capture.go -manager /tmp/manager -out testdata/logs/capture.log
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+)
+
+func main() {
+	manager := flag.String("manager", "/tmp/manager", "The manager binary.")
+	out := flag.String("out", "testdata/logs/capture.log", "Where to write the log.")
+	flag.Parse()
+	if err := run(*manager, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "capture:", err)
+		os.Exit(1)
+	}
+}
+
+func run(manager, out string) error {
+	env := &envtest.Environment{CRDDirectoryPaths: []string{"config/crd/bases"}, ErrorIfCRDPathMissing: true}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		env.BinaryAssetsDirectory = "bin/k8s"
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("starting envtest: %w", err)
+	}
+	defer env.Stop()
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "switchboard"}, nil)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "capture")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	kubeconfigPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	log, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	ctx := context.Background()
+
+	// The world before the first start: namespaces, the manager's RBAC, a Deployment that takes
+	// a MyApp's name, a ConfigMap.
+	for _, ns := range []string{"shop", "billing"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+	}
+	if err := grant(ctx, c, "switchboard", "shop"); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, foreignDeployment("shop", "legacy")); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config", Namespace: "shop"},
+		Data: map[string]string{"GREETING": "hello"}}); err != nil {
+		return err
+	}
+
+	stop, err := start(manager, kubeconfigPath, log)
+	if err != nil {
+		return err
+	}
+	for _, app := range []*v1alpha1.MyApp{
+		myApp("shop", "web", "web-config"),
+		myApp("shop", "api", ""),
+		myApp("shop", "legacy", ""),      // the Deployment "legacy" is not ours: blocked
+		myApp("billing", "invoices", ""), // the manager may not create its Service: Reconciler error
+		myApp("shop", "reports", "reports-config"),
+	} {
+		if err := c.Create(ctx, app); err != nil {
+			return err
+		}
+	}
+	for _, vs := range []*v1alpha1.VerticalScaler{verticalScaler("shop", "web", "web"), verticalScaler("shop", "ghost", "nothing-here")} {
+		if err := c.Create(ctx, vs); err != nil {
+			return err
+		}
+	}
+	time.Sleep(8 * time.Second)
+	// A spec change and a ConfigMap change: a Deployment update, then a roll.
+	if err := patchReplicas(ctx, c, "shop", "api", 3); err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config", Namespace: "shop"},
+		Data: map[string]string{"GREETING": "bonjour"}}, client.Merge); err != nil {
+		return err
+	}
+	time.Sleep(5 * time.Second)
+	stop()
+
+	// While the manager is down the ConfigMap changes again; the restarted manager rolls once.
+	if err := c.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config", Namespace: "shop"},
+		Data: map[string]string{"GREETING": "hola"}}, client.Merge); err != nil {
+		return err
+	}
+	stop, err = start(manager, kubeconfigPath, log)
+	if err != nil {
+		return err
+	}
+	time.Sleep(6 * time.Second)
+	if err := c.Delete(ctx, &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Name: "reports", Namespace: "shop"}}); err != nil {
+		return err
+	}
+	time.Sleep(4 * time.Second)
+	stop()
+	return nil
+}
+
+// start runs the manager with its log (stderr) going to log, and returns a function that stops
+// it with SIGTERM and waits.
+func start(manager, kubeconfig string, log *os.File) (func(), error) {
+	cmd := exec.Command(manager, "--kubeconfig="+kubeconfig, "--zap-log-level=debug",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}, nil
+}
+
+// grant gives user the manager's ClusterRole from config/rbac, except that it may write
+// Services only in serviceNamespace.
+func grant(ctx context.Context, c client.Client, user, serviceNamespace string) error {
+	data, err := os.ReadFile("config/rbac/role.yaml")
+	if err != nil {
+		return err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		return err
+	}
+	var serviceWrites []string
+	for i, rule := range role.Rules {
+		if len(rule.Resources) == 1 && rule.Resources[0] == "services" {
+			serviceWrites = slices.DeleteFunc(slices.Clone(rule.Verbs), func(v string) bool { return v == "get" || v == "list" || v == "watch" })
+			role.Rules[i].Verbs = []string{"get", "list", "watch"}
+		}
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	for _, obj := range []client.Object{
+		role,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "service-writer", Namespace: serviceNamespace},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: serviceWrites}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "service-writer", Namespace: serviceNamespace}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "service-writer"}},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func myApp(ns, name, configMap string) *v1alpha1.MyApp {
+	app := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.MyAppSpec{Image: "registry.example.com/shop/" + name + ":v1", Replicas: 1, Port: 8080}}
+	if configMap != "" {
+		app.Spec.EnvFrom = []v1alpha1.ConfigMapEnvSource{{ConfigMapName: configMap}}
+	}
+	return app
+}
+
+func verticalScaler(ns, name, deployment string) *v1alpha1.VerticalScaler {
+	return &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.VerticalScalerSpec{DeploymentName: deployment}}
+}
+
+func foreignDeployment(ns, name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "legacy:1"}}}}}}
+}
+
+func patchReplicas(ctx context.Context, c client.Client, ns, name string, replicas int32) error {
+	app := &v1alpha1.MyApp{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, app); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(app.DeepCopy())
+	app.Spec.Replicas = replicas
+	return c.Patch(ctx, app, patch)
+}
