@@ -1,0 +1,461 @@
+package verticalscaler_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/controllers/verticalscaler"
+	"github.com/example/switchboard/sources"
+)
+
+const timeout = 20 * time.Second
+
+// Manager flags: no periodic resync and no metrics source, so that every reconcile has a cause
+// the test controls; or usage read from Pod annotations every 200ms.
+var (
+	quiet           = []string{"--controllers=verticalscaler", "--resync-interval=0", "--usage-source=off"}
+	annotationUsage = []string{"--controllers=verticalscaler", "--resync-interval=0", "--usage-source=pod-annotations", "--usage-interval=200ms"}
+)
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "vs-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	// envtest runs no controllers, so nobody creates the default ServiceAccount Pods need.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "default"}}
+	if err := env.Client.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// newDeployment creates a Deployment with one container "app" as the field manager "myapp"
+// would, with the given resources.
+func newDeployment(t *testing.T, ns, name string, res corev1.ResourceRequirements) *appsv1.Deployment {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{
+					{Name: "app", Image: "registry.example.com/app:v1", Resources: res},
+				}},
+			},
+		},
+	}
+	if err := env.Client.Create(context.Background(), d, client.FieldOwner("myapp")); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// newPod creates a Pod of Deployment name whose container "app" reports usage through the
+// annotation the pod-annotations usage source reads.
+func newPod(t *testing.T, ns, name, usage string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-", Labels: map[string]string{"app": name},
+			Annotations: map[string]string{sources.UsageAnnotationPrefix + "app": usage}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1"}}},
+	}
+	if err := env.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newScaler(t *testing.T, ns, name, deployment string, mode v1alpha1.UpdateMode, policies ...v1alpha1.ContainerPolicy) *v1alpha1.VerticalScaler {
+	t.Helper()
+	vs := &v1alpha1.VerticalScaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.VerticalScalerSpec{DeploymentName: deployment, UpdateMode: mode, ContainerPolicies: policies},
+	}
+	if err := env.Client.Create(context.Background(), vs); err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func get(obj client.Object) error {
+	return env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+}
+
+// waitCondition waits until vs has condition t with status and reason, at its generation.
+func waitCondition(t *testing.T, vs *v1alpha1.VerticalScaler, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var c *metav1.Condition
+	testenv.Eventually(t, timeout, func() error {
+		if err := get(vs); err != nil {
+			return err
+		}
+		c = meta.FindStatusCondition(vs.Status.Conditions, condType)
+		if c == nil || c.Status != status || c.Reason != reason || c.ObservedGeneration != vs.Generation {
+			return fmt.Errorf("%s = %+v, want %s %s at generation %d", condType, c, status, reason, vs.Generation)
+		}
+		return nil
+	})
+	return c
+}
+
+func list(cpu, memory string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	if cpu != "" {
+		l[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if memory != "" {
+		l[corev1.ResourceMemory] = resource.MustParse(memory)
+	}
+	return l
+}
+
+var quantities = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
+// reconcileTotal returns how many reconciles the verticalscaler controllers of this process
+// have finished, from controller-runtime's metrics.
+func reconcileTotal(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, family := range families {
+		if family.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == verticalscaler.ControllerName {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// settledReconciles waits until the reconcile count stops moving for a second and returns it.
+func settledReconciles(t *testing.T) float64 {
+	t.Helper()
+	last := reconcileTotal(t)
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		now := reconcileTotal(t)
+		if now == last {
+			return now
+		}
+		last = now
+	}
+	t.Fatal("reconciles never settled")
+	return 0
+}
+
+func TestEveryOrderOfCreationAndDeletion(t *testing.T) {
+	env.StartManager(t, quiet...)
+	ctx := context.Background()
+	ns := newNamespace(t)
+
+	// The VerticalScaler first: its Deployment does not exist yet.
+	vs := newScaler(t, ns, "early", "web", v1alpha1.UpdateModeOff)
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, verticalscaler.ReasonDeploymentMissing)
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, verticalscaler.ReasonDeploymentMissing)
+
+	// The Deployment appears: the map function finds the VerticalScaler through the index.
+	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{})
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, verticalscaler.ReasonDeploymentFound)
+
+	// The Deployment goes: status says so, nothing else happens.
+	if err := env.Client.Delete(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, verticalscaler.ReasonDeploymentMissing)
+
+	// It comes back.
+	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, verticalscaler.ReasonDeploymentFound)
+
+	// The VerticalScaler is pointed at another Deployment, which does not exist, then does.
+	vs.Spec.DeploymentName = "api"
+	if err := env.Client.Update(ctx, vs); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, verticalscaler.ReasonDeploymentMissing)
+	newDeployment(t, ns, "api", corev1.ResourceRequirements{})
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, verticalscaler.ReasonDeploymentFound)
+}
+
+func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
+	env.StartManager(t, quiet...)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	web := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "")})
+	newDeployment(t, ns, "api", corev1.ResourceRequirements{})
+	for _, vs := range []*v1alpha1.VerticalScaler{
+		newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff),
+		newScaler(t, ns, "api", "api", v1alpha1.UpdateModeOff),
+	} {
+		waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, verticalscaler.ReasonDeploymentFound)
+	}
+	before := settledReconciles(t)
+
+	// A change of web's container resources reaches the map function, which names one
+	// VerticalScaler: one reconcile.
+	web.Spec.Template.Spec.Containers[0].Resources.Requests = list("200m", "")
+	if err := env.Client.Update(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	if got := settledReconciles(t) - before; got != 1 {
+		t.Errorf("resources of web changed: %v reconciles, want 1", got)
+	}
+
+	// Changes that cannot matter are filtered before the map function: none.
+	before = settledReconciles(t)
+	web.Spec.Template.Spec.Containers[0].Image = "registry.example.com/app:v2"
+	web.Spec.Replicas = new(int32(5))
+	if err := env.Client.Update(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	web.Status.Replicas = 5
+	if err := env.Client.Status().Update(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	if got := settledReconciles(t) - before; got != 0 {
+		t.Errorf("image, replicas and status of web changed: %v reconciles, want 0", got)
+	}
+}
+
+func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
+	env.StartManager(t, annotationUsage...)
+	ns := newNamespace(t)
+	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "100Mi")})
+	newPod(t, ns, "web", "cpu=500m,memory=300Mi")
+	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff,
+		v1alpha1.ContainerPolicy{ContainerName: "*", MaxAllowed: list("400m", "")})
+
+	waitCondition(t, vs, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, v1alpha1.ReasonRecommended)
+	// 500m and 300Mi end their histogram buckets at 511m and 315Mi; with the 15% margin,
+	// 588m and 363Mi. The policy caps CPU at 400m.
+	want := &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+		ContainerName: "app", Target: list("400m", "363Mi"), LowerBound: list("400m", "363Mi"),
+		UpperBound: list("400m", "363Mi"), UncappedTarget: list("588m", "363Mi")}}}
+	if diff := cmp.Diff(want, vs.Status.Recommendation, quantities); diff != "" {
+		t.Errorf("recommendation (-want +got):\n%s", diff)
+	}
+	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, verticalscaler.ReasonUpdateModeOff)
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionTrue, verticalscaler.ReasonReady)
+
+	before := d.ResourceVersion
+	if err := get(d); err != nil {
+		t.Fatal(err)
+	}
+	if d.ResourceVersion != before {
+		t.Errorf("Off mode wrote the Deployment: %v", d.Spec.Template.Spec.Containers[0].Resources)
+	}
+}
+
+// ownedContainerFields returns, per manager, the fields it owns in container "app".
+func ownedContainerFields(t *testing.T, d *appsv1.Deployment) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, entry := range d.ManagedFields {
+		if entry.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(entry.FieldsV1.Raw, &fields); err != nil {
+			t.Fatal(err)
+		}
+		node := any(fields)
+		for _, key := range []string{"f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"app"}`} {
+			m, _ := node.(map[string]any)
+			node = m[key]
+		}
+		container, _ := node.(map[string]any)
+		for key := range container {
+			out[entry.Manager] = append(out[entry.Manager], key)
+		}
+		sort.Strings(out[entry.Manager])
+	}
+	return out
+}
+
+func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
+	env.StartManager(t, annotationUsage...)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "100Mi"), Limits: list("200m", "")})
+	newPod(t, ns, "web", "cpu=500m,memory=300Mi")
+	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto)
+
+	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionTrue, verticalscaler.ReasonApplied)
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionTrue, verticalscaler.ReasonReady)
+	if !vs.Status.Applied || vs.Status.LastAppliedTime == nil {
+		t.Errorf("status.applied %v lastAppliedTime %v, want true and set", vs.Status.Applied, vs.Status.LastAppliedTime)
+	}
+	if err := get(d); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	// The CPU limit keeps its ratio of 2 to the request; memory had no limit and gets none.
+	wantRes := corev1.ResourceRequirements{Requests: list("588m", "363Mi"), Limits: list("1176m", "")}
+	if diff := cmp.Diff(wantRes, c.Resources, quantities); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+	if c.Image != "registry.example.com/app:v1" {
+		t.Errorf("image = %q: another manager's field changed", c.Image)
+	}
+	owned := ownedContainerFields(t, d)
+	// "." and f:name are the list entry and its key, which an apply of the entry co-owns.
+	if diff := cmp.Diff([]string{".", "f:name", "f:resources"}, owned[verticalscaler.ControllerName]); diff != "" {
+		t.Errorf("fields of container app owned by verticalscaler (-want +got):\n%s", diff)
+	}
+	if !contains(owned["myapp"], "f:image") {
+		t.Errorf("myapp no longer owns the image: %v", owned)
+	}
+
+	// Usage stays the same: further cycles write nothing.
+	applied := d.ResourceVersion
+	time.Sleep(2 * time.Second)
+	if err := get(d); err != nil {
+		t.Fatal(err)
+	}
+	if d.ResourceVersion != applied {
+		t.Errorf("Deployment written again with nothing to change: %v", d.Spec.Template.Spec.Containers[0].Resources)
+	}
+
+	// Deleting the VerticalScaler leaves the Deployment as it is.
+	if err := env.Client.Delete(ctx, vs); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, timeout, func() error {
+		if err := get(vs); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("VerticalScaler still there: %v", err)
+		}
+		return nil
+	})
+	time.Sleep(time.Second)
+	if err := get(d); err != nil {
+		t.Fatalf("Deployment after the VerticalScaler was deleted: %v", err)
+	}
+	if d.ResourceVersion != applied {
+		t.Errorf("Deployment changed after the VerticalScaler was deleted")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, item := range list {
+		if item == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
+	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
+	// A recommendation from an earlier run of the manager.
+	last := &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+		ContainerName: "app", Target: list("250m", "256Mi"), UncappedTarget: list("250m", "256Mi")}}}
+	vs.Status.Recommendation = last
+	if err := env.Client.Status().Update(ctx, vs); err != nil {
+		t.Fatal(err)
+	}
+
+	// envtest serves no metrics.k8s.io.
+	env.StartManager(t, "--controllers=verticalscaler", "--resync-interval=0", "--usage-source=metrics-api", "--usage-interval=200ms")
+	c := waitCondition(t, vs, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, v1alpha1.ReasonMetricsUnavailable)
+	if !strings.Contains(c.Message, "metrics.k8s.io") || !strings.Contains(c.Message, "the last recommendation is kept") {
+		t.Errorf("message = %q, want the cause and that the recommendation is kept", c.Message)
+	}
+	if diff := cmp.Diff(last, vs.Status.Recommendation, quantities); diff != "" {
+		t.Errorf("recommendation (-want +got):\n%s", diff)
+	}
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMetricsUnavailable)
+}
+
+func TestPolicyForMissingContainerIsAConditionNotARetryLoop(t *testing.T) {
+	env.StartManager(t, quiet...)
+	ns := newNamespace(t)
+	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
+	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto, v1alpha1.ContainerPolicy{ContainerName: "ghost"})
+	c := waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, verticalscaler.ReasonContainerNotFound)
+	if want := `spec.containerPolicies[0].containerName: the Deployment has no container "ghost"`; c.Message != want {
+		t.Errorf("message = %q, want %q", c.Message, want)
+	}
+	before := settledReconciles(t)
+	time.Sleep(2 * time.Second)
+	if got := reconcileTotal(t) - before; got != 0 {
+		t.Errorf("%v more reconciles while nothing changed: an error loop", got)
+	}
+}
+
+func TestCRDRejectsInvalidSpecs(t *testing.T) {
+	ns := newNamespace(t)
+	for _, tc := range []struct {
+		name string
+		spec v1alpha1.VerticalScalerSpec
+		want []string
+	}{
+		{name: "empty deployment name", spec: v1alpha1.VerticalScalerSpec{},
+			want: []string{"spec.deploymentName"}},
+		{name: "bad deployment name", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "Web_1"},
+			want: []string{"spec.deploymentName", "must be a Deployment name"}},
+		{name: "unknown update mode", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web", UpdateMode: "Sometimes"},
+			want: []string{"spec.updateMode", `supported values: "Off", "Auto"`}},
+		{name: "empty container name", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: ""}}},
+			want: []string{"spec.containerPolicies[0].containerName"}},
+		{name: "min above max", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "app", MinAllowed: list("2", "1Gi"), MaxAllowed: list("1", "2Gi")}}},
+			want: []string{"spec.containerPolicies[0]", "minAllowed.cpu must not exceed maxAllowed.cpu"}},
+		{name: "memory min above max", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "app", MinAllowed: list("", "2Gi"), MaxAllowed: list("", "1Gi")}}},
+			want: []string{"spec.containerPolicies[0]", "minAllowed.memory must not exceed maxAllowed.memory"}},
+		{name: "unknown resource in bounds", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "app", MaxAllowed: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}},
+			want: []string{"spec.containerPolicies[0].maxAllowed", "only cpu and memory are supported"}},
+		{name: "unknown controlled resource", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "app", ControlledResources: []v1alpha1.ControlledResource{"gpu"}}}},
+			want: []string{"spec.containerPolicies[0].controlledResources[0]", `supported values: "cpu", "memory"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bad-"}, Spec: tc.spec}
+			err := env.Client.Create(context.Background(), vs)
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
+				t.Fatalf("created or failed otherwise: %v", err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}
