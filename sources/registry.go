@@ -36,6 +36,8 @@ type Name string
 const (
 	// Periodic re-enqueues every object of a controller's primary kind at an interval.
 	Periodic Name = "periodic"
+	// HTTPTrigger enqueues the objects named in POST /trigger/{controller} requests.
+	HTTPTrigger Name = "http"
 	// Metrics reports Pod usage turned into recommendations (see UsageProducer).
 	Metrics Name = "metrics"
 )
