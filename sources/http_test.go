@@ -94,14 +94,20 @@ func TestHTTPTriggerStatusCodes(t *testing.T) {
 			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			return r
 		}, wantStatus: http.StatusUnsupportedMediaType, rejected: "myapp"},
-		{name: "bad JSON", request: func() *http.Request { return triggerRequest("/trigger/myapp", triggerToken, `{"namespace": "a", "name": `) },
+		{name: "bad JSON", request: func() *http.Request {
+			return triggerRequest("/trigger/myapp", triggerToken, `{"namespace": "a", "name": `)
+		},
 			wantStatus: http.StatusBadRequest, rejected: "myapp"},
 		{name: "unknown field", request: func() *http.Request {
 			return triggerRequest("/trigger/myapp", triggerToken, `{"namespace": "a", "name": "b", "kind": "Deployment"}`)
 		}, wantStatus: http.StatusBadRequest, rejected: "myapp"},
-		{name: "wrongly cased field", request: func() *http.Request { return triggerRequest("/trigger/myapp", triggerToken, `{"namespace": "a", "Name": "b"}`) },
+		{name: "wrongly cased field", request: func() *http.Request {
+			return triggerRequest("/trigger/myapp", triggerToken, `{"namespace": "a", "Name": "b"}`)
+		},
 			wantStatus: http.StatusBadRequest, rejected: "myapp"},
-		{name: "malformed name", request: func() *http.Request { return triggerRequest("/trigger/myapp", triggerToken, `{"namespace": "a", "name": "Web_1"}`) },
+		{name: "malformed name", request: func() *http.Request {
+			return triggerRequest("/trigger/myapp", triggerToken, `{"namespace": "a", "name": "Web_1"}`)
+		},
 			wantStatus: http.StatusBadRequest, rejected: "myapp"},
 		{name: "oversize body", request: func() *http.Request {
 			names := strings.Repeat(`{"namespace": "a", "name": "b"},`, HTTPTriggerMaxBodyBytes/30)
