@@ -11,7 +11,7 @@ import (
 // fields is Line as strings, for readable comparisons; absent keys are "<nil>".
 type fields struct {
 	Level, TS, Msg, Controller, Namespace, Name, ReconcileID, Error, Result, Duration string
-	TSNumber                                                                           bool
+	TSNumber                                                                          bool
 }
 
 func toFields(l *Line) fields {
@@ -153,8 +153,8 @@ func TestParseTS(t *testing.T) {
 		{"2026-11-30T05:02:44.5+02:00", false, at("2026-11-30T03:02:44.5Z"), true},
 		{"2026-11-30T05:02:44.000-0130", false, at("2026-11-30T06:32:44Z"), true}, // zap's iso8601
 		{"2024-02-29T00:00:00Z", false, at("2024-02-29T00:00:00Z"), true},
-		{"1764478964.5", true, at("2025-11-30T05:02:44.5Z"), true},      // epoch seconds
-		{"1764478964500", true, at("2025-11-30T05:02:44.5Z"), true},     // epoch millis
+		{"1764478964.5", true, at("2025-11-30T05:02:44.5Z"), true},        // epoch seconds
+		{"1764478964500", true, at("2025-11-30T05:02:44.5Z"), true},       // epoch millis
 		{"1764478964500000000", true, at("2025-11-30T05:02:44.5Z"), true}, // epoch nanos
 		{"2026-02-31T00:00:00Z", false, 0, false},
 		{"2026-11-30T25:00:00Z", false, 0, false},
