@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,8 +66,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options,
 		Named(ControllerName).
 		WithOptions(opts).
 		For(&v1alpha1.MyApp{}, builder.WithPredicates(specOrDeletionChanged())).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{})
+		Owns(&appsv1.Deployment{}, builder.WithPredicates(notCreated())).
+		Owns(&corev1.Service{}, builder.WithPredicates(notCreated()))
 	for _, trigger := range triggers {
 		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
 	}
@@ -74,18 +75,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options,
 }
 
 // specOrDeletionChanged lets through creations, deletions, and updates that change the spec
-// (generation), the deletion timestamp or the finalizers; a status-only update does not
-// trigger a reconcile.
+// (generation) or the deletion timestamp. A status-only update does not trigger a reconcile,
+// nor does the controller's own finalizer patch; a finalizer removed by hand is put back by
+// the next periodic resync.
 func specOrDeletionChanged() predicate.Predicate {
 	return predicate.Or(
 		predicate.GenerationChangedPredicate{},
 		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-			return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
-				!cmp.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+			return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp())
 		}, CreateFunc: func(event.CreateEvent) bool { return false },
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false }},
 	)
+}
+
+// notCreated drops the creation events of owned objects: the controller created them itself,
+// in the reconcile that already saw the result. After a restart, every MyApp's own creation
+// event reconciles it anyway. Updates (a Deployment's status, a hand edit) and deletions pass.
+func notCreated() predicate.Predicate {
+	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 }
 
 // Reconcile brings one MyApp's Deployment and Service in line with its spec and reports their
@@ -164,17 +172,15 @@ func (r *Reconciler) reconcileOwned(ctx context.Context, app *v1alpha1.MyApp) (o
 		return observation{deployment: existing(deployment), blocked: r.conflict(ctx, app, err)}, ignoreConflict(err)
 	}
 
-	if err := r.applyDeployment(ctx, app, existing(deployment)); err != nil {
-		return observation{deployment: existing(deployment)}, err
+	var changed []string
+	deployment, err := r.applyDeployment(ctx, app, existing(deployment), &changed)
+	if err != nil {
+		return observation{}, err
 	}
-	if err := r.applyService(ctx, app, existing(service)); err != nil {
-		return observation{deployment: existing(deployment)}, err
+	if err := r.applyService(ctx, app, existing(service), &changed); err != nil {
+		return observation{deployment: deployment}, err
 	}
-	// Read the Deployment back: the manager's client waits until the cache has seen our own
-	// writes, so the status is computed from what the apply produced.
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(app), deployment); err != nil {
-		return observation{}, fmt.Errorf("reading Deployment back: %w", err)
-	}
+	r.recordApplied(ctx, app, changed)
 	return observation{deployment: deployment, applied: true}, nil
 }
 
@@ -245,29 +251,36 @@ func existing[T client.Object](obj T) T {
 }
 
 // applyDeployment applies the desired Deployment unless the myapp field manager already owns
-// exactly that.
-func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, current *appsv1.Deployment) error {
+// exactly that, and returns the Deployment as it now is: current, or the API server's answer to
+// the apply, so that status is computed without reading the Deployment again.
+func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, current *appsv1.Deployment, changed *[]string) (*appsv1.Deployment, error) {
 	var owned runtime.ApplyConfiguration
 	if current != nil {
 		extracted, err := appsv1ac.ExtractDeployment(current, ControllerName)
 		if err != nil {
-			return fmt.Errorf("reading the fields %s owns on Deployment: %w", ControllerName, err)
+			return nil, fmt.Errorf("reading the fields %s owns on Deployment: %w", ControllerName, err)
 		}
 		owned = extracted
 	}
-	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredDeployment(app))
+	desired := desiredDeployment(app)
+	applied, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desired)
 	if err != nil {
-		return fmt.Errorf("Deployment: %w", err)
+		return nil, fmt.Errorf("Deployment: %w", err)
 	}
-	if changed {
-		r.recordApplied(ctx, app, "Deployment", current == nil)
+	if !applied {
+		return current, nil
 	}
-	return nil
+	*changed = append(*changed, describeChange("Deployment", current == nil))
+	result := &appsv1.Deployment{}
+	if err := apply.Decode(desired, result); err != nil {
+		return nil, fmt.Errorf("Deployment: %w", err)
+	}
+	return result, nil
 }
 
 // applyService applies the desired Service unless the myapp field manager already owns exactly
 // that.
-func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, current *corev1.Service) error {
+func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, current *corev1.Service, changed *[]string) error {
 	var owned runtime.ApplyConfiguration
 	if current != nil {
 		extracted, err := corev1ac.ExtractService(current, ControllerName)
@@ -276,24 +289,44 @@ func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, curr
 		}
 		owned = extracted
 	}
-	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredService(app))
+	applied, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredService(app))
 	if err != nil {
 		return fmt.Errorf("Service: %w", err)
 	}
-	if changed {
-		r.recordApplied(ctx, app, "Service", current == nil)
+	if applied {
+		*changed = append(*changed, describeChange("Service", current == nil))
 	}
 	return nil
 }
 
-// recordApplied logs and records an Event for a write that changed the world.
-func (r *Reconciler) recordApplied(ctx context.Context, app *v1alpha1.MyApp, kind string, created bool) {
-	verb, reason := "Updated", "Updated"
+// describeChange says what an apply did: "created Service" or "updated Deployment".
+func describeChange(kind string, created bool) string {
 	if created {
-		verb, reason = "Created", "Created"
+		return "created " + kind
 	}
-	ctrl.LoggerFrom(ctx).Info(verb+" "+kind, "fieldManager", ControllerName)
-	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason+kind, verb, "%s %s %s", verb, kind, app.Name)
+	return "updated " + kind
+}
+
+// recordApplied logs each change and records one Event for all the changes of a reconcile, so
+// that creating a MyApp costs one Event, not one per object.
+func (r *Reconciler) recordApplied(ctx context.Context, app *v1alpha1.MyApp, changed []string) {
+	if len(changed) == 0 {
+		return
+	}
+	note := strings.Join(changed, ", ")
+	ctrl.LoggerFrom(ctx).Info("Applied "+note, "fieldManager", ControllerName)
+	reason := "Updated"
+	if strings.HasPrefix(changed[0], "created") {
+		reason = "Created"
+	}
+	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, "Apply", "%s for MyApp %s", upperFirst(note), app.Name)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // warnOnce records a warning Event unless the same warning was the last one recorded for app.

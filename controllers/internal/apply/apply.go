@@ -9,6 +9,7 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,7 +26,8 @@ var quantities = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b
 
 // IfChanged applies desired under fieldManager with forced ownership unless owned (what
 // fieldManager owns on the live object; nil when the object does not exist) already equals
-// desired. It reports whether it sent an apply. The diff is logged at debug level.
+// desired. It reports whether it sent an apply; when it did, desired now holds the object the
+// API server returned (see Decode). The diff is logged at debug level.
 func IfChanged(ctx context.Context, c client.Client, fieldManager string, owned, desired runtime.ApplyConfiguration) (bool, error) {
 	if owned != nil && equality.Semantic.DeepEqual(owned, desired) {
 		return false, nil
@@ -38,4 +40,18 @@ func IfChanged(ctx context.Context, c client.Client, fieldManager string, owned,
 		return false, fmt.Errorf("applying as %s: %w", fieldManager, err)
 	}
 	return true, nil
+}
+
+// Decode turns an apply configuration that IfChanged sent, and that now holds the API server's
+// response, into the typed object, so that the caller sees the result of its write without
+// reading it again.
+func Decode(applied runtime.ApplyConfiguration, obj client.Object) error {
+	data, err := json.Marshal(applied)
+	if err != nil {
+		return fmt.Errorf("encoding the applied object: %w", err)
+	}
+	if err := json.Unmarshal(data, obj); err != nil {
+		return fmt.Errorf("decoding the applied object: %w", err)
+	}
+	return nil
 }
