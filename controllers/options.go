@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -48,6 +49,10 @@ type Options struct {
 	SourceBufferSize        int
 	UsageSource             string
 	UsageInterval           time.Duration
+	TriggerBindAddress      string
+	TriggerTokenFile        string
+	TriggerSecure           bool
+	TriggerCertDir          string
 	Zap                     zap.Options
 }
 
@@ -65,6 +70,7 @@ func NewOptions() *Options {
 		SourceBufferSize:       sources.DefaultBufferSize,
 		UsageSource:            sources.UsageFromMetricsAPI,
 		UsageInterval:          sources.DefaultUsageInterval,
+		TriggerSecure:          true,
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
 		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
 	}
@@ -89,6 +95,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.IntVar(&o.SourceBufferSize, "source-buffer-size", o.SourceBufferSize, "Events each controller's channel of each source holds before new ones are dropped and counted.")
 	fs.StringVar(&o.UsageSource, "usage-source", o.UsageSource, "Where the verticalscaler's metrics source reads Pod usage: "+strings.Join(sources.UsageSources, ", ")+" ('pod-annotations' reads "+sources.UsageAnnotationPrefix+"<container> annotations such as 'cpu=250m,memory=128Mi', for clusters without metrics-server).")
 	fs.DurationVar(&o.UsageInterval, "usage-interval", o.UsageInterval, "How often the metrics source reads Pod usage.")
+	fs.StringVar(&o.TriggerBindAddress, "trigger-bind-address", o.TriggerBindAddress, "Address of the HTTP trigger (POST /trigger/{controller} with {\"namespace\", \"name\"} or a list), for example ':8082'; empty turns it off. Needs --trigger-token-file.")
+	fs.StringVar(&o.TriggerTokenFile, "trigger-token-file", o.TriggerTokenFile, "File holding the bearer token that callers of the HTTP trigger must present; read at start.")
+	fs.BoolVar(&o.TriggerSecure, "trigger-secure", o.TriggerSecure, "Serve the HTTP trigger over HTTPS (HTTP/1.1 only).")
+	fs.StringVar(&o.TriggerCertDir, "trigger-cert-dir", o.TriggerCertDir, "Directory holding tls.crt and tls.key for the HTTP trigger, reloaded when they change; empty serves a self-signed certificate generated at start.")
 	o.Zap.BindFlags(fs)
 }
 
@@ -127,6 +137,8 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		return Selection{}, fmt.Errorf("--usage-source must be one of %s, got %q", strings.Join(sources.UsageSources, ", "), o.UsageSource)
 	case o.UsageInterval <= 0:
 		return Selection{}, fmt.Errorf("--usage-interval must be positive, got %s", o.UsageInterval)
+	case o.TriggerBindAddress != "" && o.TriggerTokenFile == "":
+		return Selection{}, errors.New("--trigger-bind-address needs --trigger-token-file: the HTTP trigger never runs without a token")
 	}
 	return Selection{Controllers: selected, Concurrency: concurrency}, nil
 }

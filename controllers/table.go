@@ -67,7 +67,7 @@ func Table() []Controller {
 				{Object: &appsv1.Deployment{}, How: "owns"},
 				{Object: &corev1.Service{}, How: "owns"},
 			},
-			Sources: []sources.Name{sources.Periodic},
+			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
 				r := &myapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(myapp.ControllerName)}
 				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
@@ -81,7 +81,7 @@ func Table() []Controller {
 				{Object: &appsv1.Deployment{}, How: "maps"},
 			},
 			Indexes: []indexers.Index{indexers.VerticalScalerByDeploymentName},
-			Sources: []sources.Name{sources.Periodic, sources.Metrics},
+			Sources: []sources.Name{sources.Periodic, sources.Metrics, sources.HTTPTrigger},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
 				r := &verticalscaler.Reconciler{Client: mgr.GetClient()}
 				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
@@ -95,7 +95,7 @@ func Table() []Controller {
 				{Object: configMapMetadata(), How: "metadata"},
 			},
 			Indexes: []indexers.Index{indexers.DeploymentByConfigMap},
-			Sources: []sources.Name{sources.Periodic},
+			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
 				r := &configmapwatcher.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 					Recorder: mgr.GetEventRecorder(configmapwatcher.ControllerName)}

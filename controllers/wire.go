@@ -106,6 +106,8 @@ func (o *Options) sourceOn(name sources.Name) bool {
 		return o.ResyncInterval > 0
 	case sources.Metrics:
 		return o.UsageSource != sources.UsageOff
+	case sources.HTTPTrigger:
+		return o.TriggerBindAddress != ""
 	default:
 		return true
 	}
@@ -125,7 +127,24 @@ func addProducers(mgr ctrl.Manager, registry *sources.Registry, controllers []Co
 	if _, err := registry.AddProducer(mgr, sources.Periodic, periodic.Run); err != nil {
 		return err
 	}
+	if err := addTriggerProducer(mgr, registry, o); err != nil {
+		return err
+	}
 	return addUsageProducer(mgr, registry, o)
+}
+
+// addTriggerProducer starts the HTTP trigger when it is on; its token is read once, here.
+func addTriggerProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options) error {
+	if !o.sourceOn(sources.HTTPTrigger) {
+		return nil
+	}
+	token, err := sources.ReadTokenFile(o.TriggerTokenFile)
+	if err != nil {
+		return err
+	}
+	trigger := sources.HTTPTriggerServer{BindAddress: o.TriggerBindAddress, Token: token, Secure: o.TriggerSecure, CertDir: o.TriggerCertDir}
+	_, err = registry.AddProducer(mgr, sources.HTTPTrigger, trigger.Run)
+	return err
 }
 
 // addUsageProducer starts the metrics source when a controller consumes it and it is on.
