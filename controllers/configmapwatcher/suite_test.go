@@ -136,7 +136,12 @@ func deploymentWrites(t *testing.T) float64 {
 
 func reconcileTotal(t *testing.T) float64 {
 	t.Helper()
-	total, err := testenv.ReconcileTotal(configmapwatcher.ControllerName)
+	return reconcileTotalOf(t, configmapwatcher.ControllerName)
+}
+
+func reconcileTotalOf(t *testing.T, controller string) float64 {
+	t.Helper()
+	total, err := testenv.ReconcileTotal(controller)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,10 +153,16 @@ func reconcileTotal(t *testing.T) float64 {
 // then on, every event that came before has been handled.
 func settle(t *testing.T, since float64, atLeast int) {
 	t.Helper()
+	settleController(t, configmapwatcher.ControllerName, since, atLeast)
+}
+
+// settleController is settle for any controller.
+func settleController(t *testing.T, controller string, since float64, atLeast int) {
+	t.Helper()
 	idle := 0
 	testenv.Eventually(t, timeout, func() error {
-		total := reconcileTotal(t)
-		depth, active := gauge(t, "workqueue_depth"), gauge(t, "controller_runtime_active_workers")
+		total := reconcileTotalOf(t, controller)
+		depth, active := gauge(t, controller, "workqueue_depth"), gauge(t, controller, "controller_runtime_active_workers")
 		if total < since+float64(atLeast) || depth > 0 || active > 0 {
 			idle = 0
 			return fmt.Errorf("%v reconciles since %v (want at least %d), queue depth %v, active workers %v", total-since, since, atLeast, depth, active)
@@ -163,9 +174,9 @@ func settle(t *testing.T, since float64, atLeast int) {
 	})
 }
 
-// gauge sums the values of the gauge family name for the configmapwatcher controller in this
-// process's controller-runtime metrics.
-func gauge(t *testing.T, name string) float64 {
+// gauge sums the values of the gauge family name for controller in this process's
+// controller-runtime metrics.
+func gauge(t *testing.T, controller, name string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -178,7 +189,7 @@ func gauge(t *testing.T, name string) float64 {
 		}
 		for _, m := range family.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == configmapwatcher.ControllerName {
+				if l.GetName() == "controller" && l.GetValue() == controller {
 					sum += m.GetGauge().GetValue()
 				}
 			}
