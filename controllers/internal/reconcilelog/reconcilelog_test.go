@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/example/switchboard/internal/logs"
 )
 
 // fixed is a reconciler that returns what it is told to.
@@ -95,5 +97,33 @@ func TestWrapLogsNothingAtInfoLevel(t *testing.T) {
 	}
 	if buf.Len() != 0 {
 		t.Errorf("logged at info level:\n%s", buf.String())
+	}
+}
+
+// TestAnalyzerReadsTheLines checks the contract with `manager logs`: the analyzer counts the
+// wrapper's lines as reconciles, with their results and durations.
+func TestAnalyzerReadsTheLines(t *testing.T) {
+	var lines bytes.Buffer
+	logger := zap.New(zap.WriteTo(&lines), zap.Level(zapcore.DebugLevel))
+	for i, inner := range []fixed{{}, {result: reconcile.Result{RequeueAfter: time.Second}}, {err: errors.New("boom")},
+		{err: reconcile.TerminalError(errors.New("bad spec"))}} {
+		ctx := log.IntoContext(context.Background(), logger.WithValues("controller", "myapp", "namespace", "ns",
+			"name", "web", "reconcileID", fmt.Sprint(i)))
+		_, _ = Wrap[reconcile.Request](inner).Reconcile(ctx, reconcile.Request{})
+	}
+	var out, errOut bytes.Buffer
+	if code := logs.Main([]string{"summary", "--output", "json"}, &lines, &out, &errOut); code != 0 {
+		t.Fatalf("manager logs summary: exit status %d: %s", code, errOut.String())
+	}
+	var report logs.Report
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Controllers) != 1 || report.Controllers[0].Reconciles == nil {
+		t.Fatalf("the analyzer found no reconciles in:\n%s", lines.String())
+	}
+	want := map[string]uint64{ResultSuccess: 1, ResultRequeueAfter: 1, ResultError: 1, ResultTerminalError: 1}
+	if diff := cmp.Diff(want, report.Controllers[0].Results); diff != "" {
+		t.Errorf("results the analyzer counted (-want +got):\n%s", diff)
 	}
 }
