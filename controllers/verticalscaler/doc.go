@@ -1,9 +1,31 @@
 // Package verticalscaler is the verticalscaler controller: a VerticalScaler names a Deployment
-// in its namespace (spec.deploymentName) that it does not own, and the controller reports in the
-// VerticalScaler's status whether that Deployment exists.
+// in its namespace (spec.deploymentName) that it does not own, and the controller recommends
+// CPU and memory requests for that Deployment's containers from their usage; in updateMode Auto
+// it also writes them to the Deployment.
 //
-// Watches: VerticalScaler (primary), and Deployments, mapped back to the VerticalScalers that
-// name them through the shared index indexers.VerticalScalerByDeploymentName: an in-memory
-// lookup on the cache, no owner reference and no annotation on the Deployment. Deleting a
-// VerticalScaler never touches its Deployment.
+// Watches: VerticalScaler (primary; spec changes only), and Deployments, mapped back to the
+// VerticalScalers that name them through the shared index indexers.VerticalScalerByDeploymentName:
+// an in-memory lookup on the cache, no owner reference and no annotation on the Deployment.
+// DeploymentChanged filters the Deployment events first: only creation, deletion and changes
+// to the containers' names or resources reach the map function. Deleting a VerticalScaler never
+// touches its Deployment.
+//
+// Sources: periodic, and metrics (sources.UsageProducer), which keeps the usage history and
+// sends a VerticalScaler an event carrying its new estimate only when that moved by more than
+// sources.DefaultMoveThreshold, or when usage cannot be read. The controller keeps the latest
+// report per VerticalScaler in memory, and falls back to the recommendation in status (its
+// uncappedTarget) when it has none, so metrics going away keep the last recommendation.
+//
+// Owns on the Deployment, through server-side apply under the field manager "verticalscaler":
+// only spec.template.spec.containers[name].resources, and within it only the controlled
+// resources' requests (and, with RequestsAndLimits, their limits scaled in proportion to the
+// requests). Every other field, an image set by myapp, Helm or Argo CD, keeps its manager.
+// Every write rolls the Pods, so a write happens only when a request is more than
+// ApplyTolerance off the recommendation and MinApplyInterval has passed since the last one
+// (status.lastAppliedTime); an unchanged recommendation writes nothing.
+//
+// Status: DeploymentFound, RecommendationProvided, Applied and Ready, computed in one place
+// (computeStatus). A policy naming a container the Deployment does not have is reported in
+// Ready, not retried: the Deployment watch brings the VerticalScaler back when its containers
+// change.
 package verticalscaler
