@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 const timeout = 20 * time.Second
 
 // newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cmw-"}}
 	if err := env.Client.Create(context.Background(), ns); err != nil {
@@ -39,7 +39,7 @@ func newNamespace(t *testing.T) string {
 	return ns.Name
 }
 
-func create(t *testing.T, objs ...client.Object) {
+func create(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, obj := range objs {
 		if err := env.Client.Create(context.Background(), obj); err != nil {

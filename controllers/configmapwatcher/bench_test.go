@@ -1,0 +1,365 @@
+package configmapwatcher_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/controllers/internal/testenv"
+)
+
+// benchSetting reads a positive integer setting from the environment, so that `make bench`
+// and `make bench-smoke` share the code.
+func benchSetting(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkMemoryAndLatency measures the manager as a separate process (bin built from
+// main.go, only the configmapwatcher enabled) on the envtest control plane:
+// SWITCHBOARD_BENCH_DEPLOYMENTS opted-in Deployments (default 500), each using one ConfigMap,
+// among SWITCHBOARD_BENCH_CONFIGMAPS ConfigMaps of 2 KiB of data each (a sub-benchmark per size,
+// default 2000 then 10000). Per size it reports the manager's VmRSS and VmHWM from
+// /proc/PID/status (and RssAnon, RssFile, and the Go heap in use from its /metrics) once it has
+// reconciled every Deployment and stayed idle for 5 s, and the
+// latency from a ConfigMap update returning to a watch seeing the Deployment's Pod template
+// change, over SWITCHBOARD_BENCH_UPDATES updates (default 50).
+func BenchmarkMemoryAndLatency(b *testing.B) {
+	deployments := benchSetting("SWITCHBOARD_BENCH_DEPLOYMENTS", 500)
+	updates := benchSetting("SWITCHBOARD_BENCH_UPDATES", 50)
+	sizes := []int{2000, 10000}
+	if os.Getenv("SWITCHBOARD_BENCH_SMOKE") != "" {
+		deployments, updates, sizes = 20, 5, []int{50, 100}
+	}
+	bin := buildManager(b)
+	kubeconfig := writeKubeconfig(b, env.Config)
+	c := fastClient(b)
+	ns := newNamespace(b)
+	created := 0
+	for _, size := range sizes {
+		b.Run(fmt.Sprintf("configmaps=%d", size), func(b *testing.B) {
+			createConfigMaps(b, c, ns, created, size)
+			created = max(created, size)
+			for i := range min(deployments, size) {
+				d := deployment(ns, fmt.Sprintf("d-%d", i), "true", envFrom(fmt.Sprintf("cm-%d", i)))
+				if err := c.Create(context.Background(), d); err != nil && !apierrors.IsAlreadyExists(err) {
+					b.Fatal(err)
+				}
+			}
+			m := startManagerProcess(b, bin, kubeconfig)
+			m.waitSettled(b, min(deployments, size))
+			mem := m.memory(b, "VmRSS", "VmHWM", "RssAnon", "RssFile")
+			heap, err := m.metrics()
+			if err != nil {
+				b.Fatal(err)
+			}
+			latencies := measureLatency(b, c, ns, min(deployments, size), updates)
+			for _, name := range []string{"VmRSS", "VmHWM", "RssAnon", "RssFile"} {
+				b.ReportMetric(mem[name]/(1<<20), name+"-MiB")
+			}
+			b.ReportMetric(heap["go_memstats_heap_inuse_bytes"]/(1<<20), "heap-inuse-MiB")
+			b.ReportMetric(percentile(latencies, 0.5), "p50-ms")
+			b.ReportMetric(percentile(latencies, 0.9), "p90-ms")
+			b.ReportMetric(slices.Max(latencies), "max-ms")
+		})
+	}
+}
+
+// buildManager builds the manager from main.go into a temporary directory.
+func buildManager(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "manager")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/example/switchboard").CombinedOutput()
+	if err != nil {
+		b.Fatalf("building the manager: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// writeKubeconfig writes the admin's client certificate config as a kubeconfig file.
+func writeKubeconfig(b *testing.B, cfg *rest.Config) string {
+	b.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(b.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// fastClient is an admin client without client-side rate limiting, to create objects quickly.
+func fastClient(b *testing.B) client.Client {
+	b.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func payload() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var sb strings.Builder
+	for range 2048 {
+		sb.WriteByte(letters[rand.IntN(len(letters))])
+	}
+	return sb.String()
+}
+
+// createConfigMaps creates cm-from .. cm-(to-1) with 8 workers.
+func createConfigMaps(b *testing.B, c client.Client, ns string, from, to int) {
+	b.Helper()
+	work := make(chan int)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range work {
+				cm := configMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"payload": payload()})
+				if err := c.Create(context.Background(), cm); err != nil && !apierrors.IsAlreadyExists(err) {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for i := from; i < to; i++ {
+		select {
+		case work <- i:
+		case err := <-errs:
+			close(work)
+			b.Fatal(err)
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+}
+
+// managerProcess is the manager running as its own process.
+type managerProcess struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+}
+
+func startManagerProcess(b *testing.B, bin, kubeconfig string) *managerProcess {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	logFile, err := os.Create(filepath.Join(b.TempDir(), "manager.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--controllers=configmapwatcher",
+		"--metrics-bind-address="+addr, "--metrics-secure=false", "--health-probe-bind-address=0", "--zap-log-level=error")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logFile.Close()
+	})
+	return &managerProcess{cmd: cmd, metricsAddr: addr}
+}
+
+// metrics sums the samples of the families settling is judged by for the configmapwatcher controller from the
+// manager's /metrics.
+func (m *managerProcess) metrics() (map[string]float64, error) {
+	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bufio.NewReader(resp.Body))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes"} {
+		for _, s := range families[name].GetMetric() {
+			out[name] += s.GetGauge().GetValue()
+		}
+	}
+	for _, name := range []string{"controller_runtime_reconcile_total", "workqueue_depth", "controller_runtime_active_workers"} {
+		for _, s := range families[name].GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "configmapwatcher" {
+					out[name] += s.GetCounter().GetValue() + s.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// waitSettled waits until the manager has reconciled at least n Deployments and stayed idle
+// for 5 s.
+func (m *managerProcess) waitSettled(b *testing.B, n int) {
+	b.Helper()
+	idleSince := time.Time{}
+	testenv.Eventually(b, 10*time.Minute, func() error {
+		got, err := m.metrics()
+		if err != nil {
+			return err
+		}
+		if got["controller_runtime_reconcile_total"] < float64(n) || got["workqueue_depth"] > 0 || got["controller_runtime_active_workers"] > 0 {
+			idleSince = time.Time{}
+			return fmt.Errorf("not settled: %v", got)
+		}
+		if idleSince.IsZero() {
+			idleSince = time.Now()
+		}
+		if time.Since(idleSince) < 5*time.Second {
+			return fmt.Errorf("idle for %s", time.Since(idleSince))
+		}
+		return nil
+	})
+}
+
+// memory reads, in bytes, the fields of /proc/PID/status given by name ("VmRSS", "VmHWM",
+// "RssAnon", "RssFile").
+func (m *managerProcess) memory(b *testing.B, names ...string) map[string]float64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 3 || fields[2] != "kB" {
+			continue
+		}
+		if name := strings.TrimSuffix(fields[0], ":"); slices.Contains(names, name) {
+			kb, _ := strconv.ParseFloat(fields[1], 64)
+			out[name] = kb * 1024
+		}
+	}
+	if len(out) != len(names) {
+		b.Fatalf("/proc/%d/status has %v of %v", m.cmd.Process.Pid, out, names)
+	}
+	return out
+}
+
+// measureLatency updates the data of the ConfigMaps of updates Deployments in turn and returns,
+// in milliseconds, how long after each Update returned a watch saw that Deployment's config
+// hash change.
+func measureLatency(b *testing.B, c client.Client, ns string, deployments, updates int) []float64 {
+	b.Helper()
+	ctx := context.Background()
+	cs, err := env.Clientset()
+	if err != nil {
+		b.Fatal(err)
+	}
+	list, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := cs.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	hashes := map[string]string{}
+	for _, d := range list.Items {
+		hashes[d.Name] = d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]
+	}
+	var latencies []float64
+	for k := range updates {
+		i := k % deployments
+		name := fmt.Sprintf("d-%d", i)
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("cm-%d", i)}, cm); err != nil {
+			b.Fatal(err)
+		}
+		cm.Data = map[string]string{"payload": payload()}
+		if err := c.Update(ctx, cm); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		timeout := time.After(30 * time.Second)
+		for done := false; !done; {
+			select {
+			case e, ok := <-w.ResultChan():
+				if !ok {
+					b.Fatal("the Deployment watch ended")
+				}
+				d, isDeployment := e.Object.(*appsv1.Deployment)
+				if e.Type != watch.Modified || !isDeployment {
+					continue
+				}
+				hash := d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]
+				if hash != hashes[d.Name] {
+					hashes[d.Name] = hash
+					if d.Name == name {
+						latencies = append(latencies, float64(time.Since(start).Microseconds())/1000)
+						done = true
+					}
+				}
+			case <-timeout:
+				b.Fatalf("Deployment %s not rolled 30 s after its ConfigMap changed", name)
+			}
+		}
+	}
+	return latencies
+}
+
+// percentile returns the nearest-rank percentile q of values.
+func percentile(values []float64, q float64) float64 {
+	sorted := slices.Sorted(slices.Values(values))
+	rank := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[max(0, min(rank, len(sorted)-1))]
+}
