@@ -346,6 +346,27 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 		t.Errorf("Deployment written again with nothing to change: %v", d.Spec.Template.Spec.Containers[0].Resources)
 	}
 
+	// Usage quadruples: the recommendation in status follows, but the Deployment is not
+	// written again before the minimum interval since the last write (every write rolls Pods).
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("listing the Pod: %v %v", err, pods.Items)
+	}
+	pods.Items[0].Annotations[sources.UsageAnnotationPrefix+"app"] = "cpu=2,memory=300Mi"
+	if err := env.Client.Update(ctx, &pods.Items[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, verticalscaler.ReasonWaitingMinInterval)
+	if got := vs.Status.Recommendation.ContainerRecommendations[0].Target.Cpu(); got.Cmp(resource.MustParse("1")) < 0 {
+		t.Errorf("recommended cpu %s after usage went to 2 cores, want it above 1", got)
+	}
+	if err := get(d); err != nil {
+		t.Fatal(err)
+	}
+	if d.ResourceVersion != applied {
+		t.Errorf("Deployment written again within the minimum interval: %v", d.Spec.Template.Spec.Containers[0].Resources)
+	}
+
 	// Deleting the VerticalScaler leaves the Deployment as it is.
 	if err := env.Client.Delete(ctx, vs); err != nil {
 		t.Fatal(err)
