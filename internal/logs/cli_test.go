@@ -202,3 +202,11 @@ func TestTrace(t *testing.T) {
 		})
 	}
 }
+
+func TestTraceFormatsEpochTimes(t *testing.T) {
+	stdout, _ := runOK(t, `{"level":"info","ts":1764478964.5,"msg":"Created Deployment","namespace":"shop","name":"web"}`,
+		"trace", "shop/web")
+	if want := "2025-11-30T05:02:44.5Z INFO - shop/web - Created Deployment\n"; stdout != want {
+		t.Errorf("trace printed %q, want %q", stdout, want)
+	}
+}

@@ -39,21 +39,22 @@ var headerKeys = map[string]bool{"level": true, "ts": true, "msg": true, "contro
 	"name": true, "reconcileID": true, "controllerGroup": true, "controllerKind": true}
 
 func (t *trace) add(raw []byte) {
-	level, _, ok := t.next(raw)
+	level, ts, ok := t.next(raw)
 	if !ok || !t.target.match(&t.line) {
 		return
 	}
 	t.matched++
 	l := &t.line
-	header := []string{string(l.TS), strings.ToUpper(levelName(level)), dashBytes(l.Controller), object(l.Namespace, l.Name),
-		dashBytes(l.ReconcileID), string(l.Msg)}
-	line := strings.Join(header, " ")
-	t.fields = t.fields[:0]
-	if err := t.fieldParser.walk(raw, &t.fields); err != nil {
-		return // unreachable: the line was parsed once already
+	when := string(l.TS)
+	if l.tsNumber { // an epoch number is not readable
+		when = formatTS(ts)
 	}
-	t.out.WriteString(oneLine(line))
+	header := []string{when, strings.ToUpper(levelName(level)), dashBytes(l.Controller), object(l.Namespace, l.Name),
+		dashBytes(l.ReconcileID), string(l.Msg)}
+	t.out.WriteString(oneLine(strings.Join(header, " ")))
 	t.out.WriteByte('\n')
+	t.fields = t.fields[:0]
+	_ = t.fieldParser.walk(raw, &t.fields) // the line was parsed once already: it cannot fail now
 	kind := ""
 	for _, f := range t.fields {
 		if f.key == "controllerKind" {
