@@ -18,4 +18,16 @@
 // A referenced ConfigMap that does not exist stops the roll: the Deployment keeps its hash, and
 // a warning Event and a log line say which ConfigMap is missing. When the ConfigMap comes back,
 // the Deployment rolls once if the data differs from what the hash says.
+//
+// Events from channel sources (the periodic resync, the HTTP trigger) bypass the For predicate:
+// controller-runtime applies no predicate to a raw source, and such an event carries only a
+// namespace and a name. Reconcile therefore checks the opt-in itself: a trigger for a
+// Deployment that did not opt in reconciles it and changes nothing.
+//
+// BenchmarkMemoryAndLatency measures the manager process with this controller alone at 2,000 and
+// 10,000 ConfigMaps (resident memory, Go heap, and the latency from a ConfigMap update to the
+// Pod template change). The metadata cache keeps every annotation: a ConfigMap written with
+// `kubectl apply` carries its whole data in kubectl.kubernetes.io/last-applied-configuration, so
+// such ConfigMaps cost more than their data size each in the cache unless the cache's transform
+// drops that annotation (SWITCHBOARD_BENCH_LAST_APPLIED=1 measures that case).
 package configmapwatcher
