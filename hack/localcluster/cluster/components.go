@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// controllerManagerArgs runs every controller of kube-controller-manager (garbage collection,
+// Deployments, ReplicaSets, namespaces, ...) as the admin: without
+// --use-service-account-credentials it needs no per-controller service accounts, and without
+// the service-account private key its token controller stays off (TokenRequest still works).
+// --secure-port=0 serves nothing, so it takes no port.
+func controllerManagerArgs(kubeconfig string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--controllers=*",
+		"--use-service-account-credentials=false",
+		"--secure-port=0",
+	}
+}
+
+// schedulerArgs runs kube-scheduler as the admin, serving nothing.
+func schedulerArgs(kubeconfig string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	}
+}
+
+// kwokPodCIDR is where kwok takes fake Pod IPs from. kwok's default, a /24, runs out after about
+// 250 Pods, fewer than the e2e tests run.
+const kwokPodCIDR = "10.244.0.0/16"
+
+// nodeLeaseSeconds is the duration of the Node Leases kwok renews (as kubelet's default), which
+// keeps kube-controller-manager from marking the fake Nodes NotReady.
+const nodeLeaseSeconds = "40"
+
+// kwokArgs runs kwok on every Node with the given stages. Its server (fake kubelet endpoints
+// for logs and exec) listens on a free port of the loopback interface only.
+func kwokArgs(kubeconfig, stages string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--config=" + stages,
+		"--manage-all-nodes=true",
+		"--node-lease-duration-seconds=" + nodeLeaseSeconds,
+		"--cidr=" + kwokPodCIDR,
+		"--server-address=127.0.0.1:0",
+	}
+}
+
+// fakeNode returns a Node that kwok plays the kubelet of. Its capacity is large enough for
+// hundreds of small Pods, and it has no taint, so that Pods need no toleration to land on it.
+func fakeNode(name string) *corev1.Node {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("1000"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Annotations: map[string]string{
+				"kwok.x-k8s.io/node": "fake",
+				// The TTL controller would otherwise write this annotation itself.
+				"node.alpha.kubernetes.io/ttl": "0",
+			},
+			Labels: map[string]string{
+				"kubernetes.io/arch":     "amd64",
+				"kubernetes.io/hostname": name,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/role":     "agent",
+				"type":                   "kwok",
+			},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+		},
+	}
+}
+
+// checkStages checks that data holds kwok Stages for both Nodes and Pods: without a Node stage
+// the Nodes never become Ready, without a Pod stage no Pod does, and without any kwok exits
+// with "no stages found".
+func checkStages(data []byte) error {
+	docs, err := decodeObjects(data)
+	if err != nil {
+		return err
+	}
+	kinds := map[string]bool{}
+	for i, doc := range docs {
+		if doc.GetAPIVersion() != "kwok.x-k8s.io/v1alpha1" || doc.GetKind() != "Stage" {
+			return fmt.Errorf("object %d is a %s %s, not a kwok.x-k8s.io/v1alpha1 Stage", i+1, doc.GetAPIVersion(), doc.GetKind())
+		}
+		kind, _, err := unstructured.NestedString(doc.Object, "spec", "resourceRef", "kind")
+		if err != nil || kind == "" {
+			return fmt.Errorf("object %d (Stage %q) has no spec.resourceRef.kind", i+1, doc.GetName())
+		}
+		kinds[kind] = true
+	}
+	for _, kind := range []string{"Node", "Pod"} {
+		if !kinds[kind] {
+			return fmt.Errorf("no Stage for %ss", kind)
+		}
+	}
+	return nil
+}
+
+// decodeObjects decodes the objects of a stream of YAML (separated by "---") or JSON
+// documents, skipping empty documents.
+func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for i := 1; ; i++ {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if obj.Object == nil {
+			continue
+		}
+		if obj.GetAPIVersion() == "" || obj.GetKind() == "" {
+			return nil, fmt.Errorf("document %d has no apiVersion or kind", i)
+		}
+		objs = append(objs, obj)
+	}
+}

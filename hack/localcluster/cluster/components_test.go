@@ -1,0 +1,201 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestKwokArgs(t *testing.T) {
+	got := kwokArgs("/k/kubeconfig", "/k/stages.yaml")
+	want := []string{
+		"--kubeconfig=/k/kubeconfig",
+		"--config=/k/stages.yaml",
+		"--manage-all-nodes=true",
+		"--node-lease-duration-seconds=40",
+		"--cidr=10.244.0.0/16",
+		"--server-address=127.0.0.1:0",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("kwok args (-want +got):\n%s", diff)
+	}
+}
+
+// TestComponentsServeNothing checks that kube-controller-manager and kube-scheduler take no
+// port, so that a local cluster never fails on a port another one holds, and that both use
+// the admin kubeconfig for everything.
+func TestComponentsServeNothing(t *testing.T) {
+	for name, args := range map[string][]string{
+		"kube-controller-manager": controllerManagerArgs("/k"),
+		"kube-scheduler":          schedulerArgs("/k"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, want := range []string{"--secure-port=0", "--leader-elect=false", "--kubeconfig=/k", "--authentication-kubeconfig=/k", "--authorization-kubeconfig=/k"} {
+				if !contains(args, want) {
+					t.Errorf("args %v lack %s", args, want)
+				}
+			}
+		})
+	}
+}
+
+func contains(args []string, want string) bool {
+	for _, a := range args {
+		if a == want {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFakeNode(t *testing.T) {
+	node := fakeNode("node-2")
+	if node.Name != "node-2" || node.Labels["kubernetes.io/hostname"] != "node-2" {
+		t.Errorf("name %q, hostname label %q; want node-2 for both", node.Name, node.Labels["kubernetes.io/hostname"])
+	}
+	if node.Annotations["kwok.x-k8s.io/node"] != "fake" {
+		t.Errorf("annotations %v: kwok only plays Nodes annotated kwok.x-k8s.io/node=fake by convention", node.Annotations)
+	}
+	if len(node.Spec.Taints) != 0 {
+		t.Errorf("taints %v: Pods would need a toleration", node.Spec.Taints)
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+		q, ok := node.Status.Allocatable[r]
+		if !ok || q.Cmp(resource.MustParse("1")) < 0 {
+			t.Errorf("allocatable %s = %v: the scheduler would place nothing", r, node.Status.Allocatable)
+		}
+	}
+	if node.Status.Allocatable.Pods().Value() < 200 {
+		t.Errorf("allocatable pods %v: the e2e tests run hundreds of Pods", node.Status.Allocatable.Pods())
+	}
+}
+
+// stageYAML is a minimal kwok Stage for kind.
+func stageYAML(name, kind string) string {
+	return fmt.Sprintf("apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata:\n  name: %s\nspec:\n  resourceRef:\n    apiGroup: v1\n    kind: %s\n", name, kind)
+}
+
+func TestCheckStages(t *testing.T) {
+	stage := stageYAML
+	tests := []struct {
+		name    string
+		data    string
+		wantErr string
+	}{
+		{name: "node and pod stages", data: stage("node-initialize", "Node") + "---\n" + stage("pod-ready", "Pod")},
+		{name: "empty documents are skipped", data: "---\n" + stage("a", "Node") + "---\n---\n" + stage("b", "Pod") + "---\n"},
+		{name: "empty", data: "", wantErr: "no Stage for Nodes"},
+		{name: "no pod stage", data: stage("node-initialize", "Node"), wantErr: "no Stage for Pods"},
+		{name: "not a stage", data: stage("a", "Node") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n", wantErr: "object 2 is a v1 ConfigMap, not a kwok.x-k8s.io/v1alpha1 Stage"},
+		{name: "no resourceRef", data: "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata:\n  name: x\n", wantErr: `object 1 (Stage "x") has no spec.resourceRef.kind`},
+		// YAML keeps the last of duplicate keys, so the Node stage is lost.
+		{name: "two documents without a separator", data: stage("a", "Node") + stage("b", "Pod"), wantErr: "no Stage for Nodes"},
+		{name: "no kind", data: "metadata:\n  name: x\n", wantErr: "document 1 has no apiVersion or kind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkStages([]byte(tt.data))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("checkStages: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("checkStages error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestBuiltStages checks the stages `make kwok` writes, when they have been built.
+func TestBuiltStages(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "bin", "kwok-stages.yaml")
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		t.Skipf("%s not built: `make kwok` writes it", path)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkStages(data); err != nil {
+		t.Errorf("%s: %v", path, err)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name            string
+		stat            string
+		pid, ppid, pgid int
+		wantErr         bool
+	}{
+		{name: "plain", stat: "4242 (etcd) S 100 4242 4242 0 -1 4194560", pid: 4242, ppid: 100, pgid: 4242},
+		{name: "spaces and parentheses in comm", stat: "77 (a (b) c) R 1 70 70 0", pid: 77, ppid: 1, pgid: 70},
+		{name: "truncated", stat: "77 (sh) R 1", wantErr: true},
+		{name: "no comm", stat: "77 sh R 1 2 3", wantErr: true},
+		{name: "bad pid", stat: "x (sh) R 1 2 3", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pid, ppid, pgid, err := parseStat([]byte(tt.stat))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parseStat(%q) error %v, want error %v", tt.stat, err, tt.wantErr)
+			}
+			if err == nil && (pid != tt.pid || ppid != tt.ppid || pgid != tt.pgid) {
+				t.Errorf("parseStat(%q) = %d, %d, %d; want %d, %d, %d", tt.stat, pid, ppid, pgid, tt.pid, tt.ppid, tt.pgid)
+			}
+		})
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{etcdBin, apiServerBin, controllerManagerBin, schedulerBin, "kwok"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stages := filepath.Join(dir, "stages.yaml")
+	if err := os.WriteFile(stages, []byte(stageYAML("n", "Node")+"---\n"+stageYAML("p", "Pod")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := Config{Dir: dir, K8sBinDir: bin, Kwok: filepath.Join(bin, "kwok"), KwokStages: stages, Nodes: 1}
+	if err := good.check(); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	tests := []struct {
+		name    string
+		edit    func(*Config)
+		wantErr string
+	}{
+		{name: "no nodes", edit: func(c *Config) { c.Nodes = 0 }, wantErr: "0 Nodes"},
+		{name: "no dir", edit: func(c *Config) { c.Dir = "" }, wantErr: "no directory"},
+		{name: "missing binary", edit: func(c *Config) { c.K8sBinDir = dir }, wantErr: "binary " + filepath.Join(dir, "etcd") + " not found: `make bin/k8s/etcd` builds it"},
+		{name: "missing kwok", edit: func(c *Config) { c.Kwok = filepath.Join(dir, "nokwok") }, wantErr: "`make kwok` builds it"},
+		{name: "kwok not executable", edit: func(c *Config) { c.Kwok = stages }, wantErr: "is not an executable file"},
+		{name: "missing stages", edit: func(c *Config) { c.KwokStages = filepath.Join(dir, "none.yaml") }, wantErr: "`make kwok` writes them"},
+		{name: "bad stages", edit: func(c *Config) { c.KwokStages = filepath.Join(bin, "kwok") }, wantErr: "kwok stages"},
+		{name: "missing CRDs", edit: func(c *Config) { c.CRDDir = filepath.Join(dir, "crds") }, wantErr: "CRD directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := good
+			tt.edit(&cfg)
+			err := cfg.check()
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("check error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
