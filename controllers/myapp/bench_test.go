@@ -47,8 +47,8 @@ func BenchmarkConvergence(b *testing.B) {
 	rounds := benchSetting("SWITCHBOARD_BENCH_ROUNDS", 1)
 	steady := time.Duration(benchSetting("SWITCHBOARD_BENCH_STEADY", 60)) * time.Second
 	ctx := context.Background()
-	b.Logf("N=%d MyApps, %d rounds, %d workers, steady window %s; envtest service-cluster-ip-range 10.96.0.0/16 (the default /24 holds about 250 Services)",
-		n, rounds, benchWorkers, steady)
+	b.Logf("N=%d MyApps, %d rounds, %d workers, client QPS %g burst %d for both, steady window %s; envtest service-cluster-ip-range 10.96.0.0/16 (the default /24 holds about 250 Services)",
+		n, rounds, benchWorkers, env.Config.QPS, env.Config.Burst, steady)
 
 	var floors, controlled, ratios []float64
 	var objectWrites, eventWrites float64
@@ -128,8 +128,11 @@ func runController(b *testing.B, ctx context.Context, n int, checkSteady bool, s
 	}
 	// The manager watches only this round's namespace: the floor's MyApps are not its business.
 	ns := benchNamespace(b, "converge-")
+	// The same client-side rate limits as the floor's client (envtest's admin config), so that
+	// the comparison is of the work done, not of the limits.
 	m := env.StartManager(b, "--controllers=myapp", fmt.Sprintf("--concurrency=myapp=%d", benchWorkers),
-		"--resync-interval="+resync, "--watch-namespaces="+ns)
+		"--resync-interval="+resync, "--watch-namespaces="+ns,
+		fmt.Sprintf("--kube-api-qps=%g", env.Config.QPS), fmt.Sprintf("--kube-api-burst=%d", env.Config.Burst))
 	defer m.Stop()
 	before := apiWrites(b, ctx)
 
