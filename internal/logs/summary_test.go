@@ -277,3 +277,24 @@ func TestSummaryTerminalErrorsAndRates(t *testing.T) {
 		t.Errorf("top errors (-want +got):\n%s", diff)
 	}
 }
+
+// TestSummaryBoundsResultsAndExamples feeds more distinct results than are counted apart, and
+// an error message longer than an example keeps.
+func TestSummaryBoundsResultsAndExamples(t *testing.T) {
+	var log strings.Builder
+	for i := range maxResults + 3 {
+		fmt.Fprintf(&log, `{"level":"debug","ts":"2026-11-30T05:00:00Z","msg":"Reconcile finished","controller":"a","durationMs":1,"result":"r%d"}`+"\n", i)
+	}
+	long := strings.Repeat("é", maxExample) // 2 bytes each: the cut falls inside a rune
+	fmt.Fprintf(&log, `{"level":"error","ts":"2026-11-30T05:00:00Z","msg":"Reconciler error","controller":"a","error":"%s"}`+"\n", long)
+	r := summarize(t, strings.NewReader(log.String()))
+
+	results := r.Controllers[0].Results
+	if len(results) != maxResults+1 || results[otherResult] != 3 {
+		t.Errorf("%d results with %d under %q, want %d and 3", len(results), results[otherResult], otherResult, maxResults+1)
+	}
+	example := r.TopErrors[0].Example
+	if want := strings.Repeat("é", maxExample/2) + "…"; example != want {
+		t.Errorf("example is %d bytes, want the first %d bytes of the message, cut on a rune boundary, and …", len(example), maxExample)
+	}
+}
