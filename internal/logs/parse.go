@@ -361,7 +361,6 @@ func isLiteral(b []byte) error {
 const (
 	levelDebug = -1
 	levelInfo  = 0
-	levelWarn  = 1
 	levelError = 2
 )
 
