@@ -40,6 +40,8 @@ var targets = []Target{
 	{"BenchmarkConvergence", "x-floor", "MyApp convergence time / plain-client floor (issue 3)", true, 1.3},
 	{"BenchmarkConvergence", "writes/myapp", "MyApp object writes per MyApp during convergence (issue 3)", true, 4},
 	{"BenchmarkConvergence", "steady-writes", "writes in a steady window with periodic resyncs of every MyApp (issue 3)", true, 0},
+	{"BenchmarkSummary", "cpu-MB/s", "manager logs summary throughput per CPU-second, one core, generated log (issue 7)", false, 300},
+	{"BenchmarkSummary", "peak-MiB", "manager logs summary peak RSS of a process running the analyzer alone (the manager binary adds its own pages: see issue 7 notes)", true, 50},
 }
 
 // Row is one line of the report.
