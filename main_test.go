@@ -105,3 +105,10 @@ func TestMissingKubeconfigFailsClearly(t *testing.T) {
 		t.Errorf("exit status %d, stderr:\n%s", code, stderr)
 	}
 }
+
+func TestLogsSubcommandIsDispatched(t *testing.T) {
+	code, _, stderr := runManager(t, "logs")
+	if code != 2 || !strings.Contains(stderr, "summary") || !strings.Contains(stderr, "trace") {
+		t.Errorf("`manager logs` with no subcommand: exit %d, stderr:\n%s", code, stderr)
+	}
+}
