@@ -38,10 +38,20 @@ all: build
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from the API types.
 	$(CONTROLLER_GEN) object paths=./apis/...
 
+# One kustomize component per controller in config/components/NAME: its ClusterRole comes from
+# the markers of controllers/NAME alone, and its crd/ holds copies of the CRDs it serves
+# (kustomize refuses files outside a kustomization's directory). config/rbac/role.yaml is the
+# union, for running the whole manager outside kustomize.
+COMPONENTS = $(notdir $(wildcard config/components/*))
+
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from markers into config/.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the union) from markers into config/.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=switchboard-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	for c in $(COMPONENTS); do \
+		$(CONTROLLER_GEN) rbac:roleName=switchboard-$$c paths=./controllers/$$c/... output:rbac:artifacts:config=config/components/$$c/rbac; \
+	done
+	for f in config/components/*/crd/*.yaml; do cp config/crd/bases/$$(basename $$f) $$f; done
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

@@ -86,6 +86,62 @@ func TestRBACIsCurrent(t *testing.T) {
 	sameDir(t, dir, "rbac")
 }
 
+// TestComponentRBACIsCurrent checks each component's ClusterRole against the markers of its
+// controller's package alone.
+func TestComponentRBACIsCurrent(t *testing.T) {
+	for _, name := range components(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			generate(t, "rbac:roleName=switchboard-"+name, "paths=./controllers/"+name+"/...", "output:rbac:artifacts:config="+dir)
+			sameDir(t, dir, filepath.Join("components", name, "rbac"))
+		})
+	}
+}
+
+// TestComponentCRDsAreCopies checks that the CRDs a component carries are the generated ones.
+func TestComponentCRDsAreCopies(t *testing.T) {
+	copies, err := filepath.Glob(filepath.Join("components", "*", "crd", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) == 0 {
+		t.Fatal("no component carries a CRD")
+	}
+	for _, path := range copies {
+		want, err := os.ReadFile(filepath.Join("crd", "bases", filepath.Base(path)))
+		if err != nil {
+			t.Errorf("%s copies no generated CRD: %v", path, err)
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("%s is stale: run `make manifests` (-generated +committed):\n%s", path, diff)
+		}
+	}
+}
+
+// components lists the directories of config/components, one per controller.
+func components(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir("components")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no components in config/components")
+	}
+	return names
+}
+
 func TestDeepCopyIsCurrent(t *testing.T) {
 	want := generate(t, "object", "paths=./apis/...", "output:object:stdout")
 	got, err := os.ReadFile(filepath.Join("..", "apis", "v1alpha1", "zz_generated.deepcopy.go"))

@@ -1,0 +1,336 @@
+// Package overlays_test renders config/default and each overlay with `kubectl kustomize` and
+// checks that the controller set each one lists as components is what the manager runs and
+// exactly what it may do: its --controllers names those controllers and no other, the
+// ClusterRoles bound to its ServiceAccount are those controllers' generated roles plus the
+// common ones, and the CRDs are those of the controllers' kinds.
+package overlays_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers"
+)
+
+// The names the manifests give the manager's objects.
+const (
+	namespace      = "switchboard-system"
+	serviceAccount = "switchboard-controller-manager"
+	deployment     = "switchboard-controller-manager"
+)
+
+// commonClusterRoles are bound whatever controllers run (config/rbac).
+var commonClusterRoles = []string{"switchboard-metrics-auth", "switchboard-metrics-reader"}
+
+// kustomizations are the directories a user deploys, relative to config/.
+func kustomizations(t *testing.T) []string {
+	t.Helper()
+	dirs := []string{"default"}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join("overlays", e.Name()))
+		}
+	}
+	if len(dirs) < 3 {
+		t.Fatalf("overlays %v: the issue asks for at least two example overlays", dirs[1:])
+	}
+	return dirs
+}
+
+func TestOverlays(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not found: these tests render the kustomizations with `kubectl kustomize`")
+	}
+	for _, dir := range kustomizations(t) {
+		t.Run(dir, func(t *testing.T) {
+			components := listedComponents(t, filepath.Join("..", dir))
+			objs := render(t, kubectl, filepath.Join("..", dir))
+
+			t.Run("controllers", func(t *testing.T) { checkControllers(t, objs, components) })
+			t.Run("rbac", func(t *testing.T) { checkRBAC(t, objs, components) })
+			t.Run("crds", func(t *testing.T) { checkCRDs(t, objs, components) })
+			t.Run("security", func(t *testing.T) { checkSecurity(t, objs) })
+		})
+	}
+}
+
+// TestEveryControllerHasAComponent keeps config/components in step with the controller table.
+func TestEveryControllerHasAComponent(t *testing.T) {
+	var want []string
+	for _, c := range controllers.Table() {
+		want = append(want, c.Name)
+	}
+	entries, err := os.ReadDir(filepath.Join("..", "components"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config/components against the controller table (-table +components):\n%s", diff)
+	}
+}
+
+// listedComponents returns the names of the components a kustomization lists.
+func listedComponents(t *testing.T, dir string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Components []string `json:"components"`
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range k.Components {
+		if filepath.Base(filepath.Dir(c)) != "components" {
+			t.Fatalf("component %s is not under config/components", c)
+		}
+		names = append(names, filepath.Base(c))
+	}
+	if len(names) == 0 {
+		t.Fatalf("%s lists no components", dir)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// render runs `kubectl kustomize dir` and decodes the objects.
+func render(t *testing.T, kubectl, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	cmd := exec.Command(kubectl, "kustomize", dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("decoding the output of kubectl kustomize %s: %v", dir, err)
+		}
+		if obj.Object != nil {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+// find returns the objects of kind, converted to T.
+func find[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) []*T {
+	t.Helper()
+	var found []*T
+	for _, obj := range objs {
+		if obj.GetKind() != kind {
+			continue
+		}
+		typed := new(T)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, typed); err != nil {
+			t.Fatalf("%s %s: %v", kind, obj.GetName(), err)
+		}
+		found = append(found, typed)
+	}
+	return found
+}
+
+// managerContainer returns the manager's Deployment's container "manager".
+func managerContainer(t *testing.T, objs []*unstructured.Unstructured) corev1.Container {
+	t.Helper()
+	for _, d := range find[appsv1.Deployment](t, objs, "Deployment") {
+		if d.Name != deployment {
+			continue
+		}
+		if d.Namespace != namespace {
+			t.Errorf("Deployment in namespace %q, want %q", d.Namespace, namespace)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Name == "manager" {
+				return c
+			}
+		}
+	}
+	t.Fatalf("no Deployment %s with a container manager", deployment)
+	return corev1.Container{}
+}
+
+// checkControllers checks that the manager's --controllers selects exactly the components'
+// controllers, as the manager itself parses it.
+func checkControllers(t *testing.T, objs []*unstructured.Unstructured, components []string) {
+	c := managerContainer(t, objs)
+	var value string
+	for i, arg := range c.Args {
+		if arg == "--controllers" && i+1 < len(c.Args) {
+			value = c.Args[i+1]
+		}
+		if strings.HasPrefix(arg, "--controllers=") {
+			t.Errorf("args %q: --controllers must be the separate pair the components write to", c.Args)
+		}
+	}
+	selected, err := controllers.Select(controllers.Table(), strings.Split(value, ","))
+	if err != nil {
+		t.Fatalf("the manager refuses --controllers %q: %v", value, err)
+	}
+	var got []string
+	for _, s := range selected {
+		got = append(got, s.Name)
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(components, got); diff != "" {
+		t.Errorf("--controllers %q selects other controllers than the components (-components +selected):\n%s", value, diff)
+	}
+}
+
+// checkRBAC checks that the ClusterRoles are the components' generated roles, rule for rule,
+// and the common ones, each bound to the manager's ServiceAccount, and nothing else is.
+func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, components []string) {
+	wantRules := map[string][]rbacv1.PolicyRule{}
+	wantNames := append([]string{}, commonClusterRoles...)
+	for _, name := range components {
+		role := readClusterRole(t, filepath.Join("..", "components", name, "rbac", "role.yaml"))
+		wantRules[role.Name] = role.Rules
+		wantNames = append(wantNames, role.Name)
+	}
+	var gotNames []string
+	for _, role := range find[rbacv1.ClusterRole](t, objs, "ClusterRole") {
+		gotNames = append(gotNames, role.Name)
+		if rules, ok := wantRules[role.Name]; ok {
+			if diff := cmp.Diff(rules, role.Rules); diff != "" {
+				t.Errorf("ClusterRole %s rules (-generated +rendered):\n%s", role.Name, diff)
+			}
+		}
+	}
+	sort.Strings(wantNames)
+	sort.Strings(gotNames)
+	if diff := cmp.Diff(wantNames, gotNames); diff != "" {
+		t.Errorf("ClusterRoles (-components' and common +rendered):\n%s", diff)
+	}
+
+	bound := map[string]bool{}
+	for _, b := range find[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding") {
+		wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: serviceAccount, Namespace: namespace}}
+		if diff := cmp.Diff(wantSubjects, b.Subjects); diff != "" {
+			t.Errorf("ClusterRoleBinding %s subjects (-want +got):\n%s", b.Name, diff)
+		}
+		bound[b.RoleRef.Name] = true
+	}
+	for _, name := range wantNames {
+		// The metrics reader is for whatever scrapes the metrics, not for the manager.
+		if !bound[name] && name != "switchboard-metrics-reader" {
+			t.Errorf("ClusterRole %s is not bound to the manager's ServiceAccount", name)
+		}
+	}
+	if roles := find[rbacv1.Role](t, objs, "Role"); len(roles) != 1 || roles[0].Name != "switchboard-leader-election" || roles[0].Namespace != namespace {
+		t.Errorf("Roles: want only switchboard-leader-election in %s, got %d", namespace, len(roles))
+	}
+}
+
+// readClusterRole reads a ClusterRole that controller-gen wrote.
+func readClusterRole(t *testing.T, path string) *rbacv1.ClusterRole {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return role
+}
+
+// checkCRDs checks that the CRDs are exactly those of the kinds the components' controllers
+// reconcile, when those kinds are Switchboard's own.
+func checkCRDs(t *testing.T, objs []*unstructured.Unstructured, components []string) {
+	listed := map[string]bool{}
+	for _, name := range components {
+		listed[name] = true
+	}
+	scheme := controllers.NewScheme()
+	want := []string{}
+	for _, c := range controllers.Table() {
+		if !listed[c.Name] {
+			continue
+		}
+		gvks, _, err := scheme.ObjectKinds(c.For)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gvks[0].Group == v1alpha1.GroupVersion.Group {
+			want = append(want, gvks[0].Kind)
+		}
+	}
+	got := []string{}
+	for _, crd := range objs {
+		if crd.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		got = append(got, kind)
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CRDs by kind (-the controllers' kinds +rendered):\n%s", diff)
+	}
+}
+
+// checkSecurity checks the restricted security context the issue asks for.
+func checkSecurity(t *testing.T, objs []*unstructured.Unstructured) {
+	c := managerContainer(t, objs)
+	sc := c.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+		!cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("manager security context %+v: want runAsNonRoot, readOnlyRootFilesystem, no privilege escalation, drop ALL", sc)
+	}
+	for _, d := range find[appsv1.Deployment](t, objs, "Deployment") {
+		psc := d.Spec.Template.Spec.SecurityContext
+		if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("Deployment %s: want seccomp RuntimeDefault, got %+v", d.Name, psc)
+		}
+		if d.Spec.Template.Spec.ServiceAccountName != serviceAccount {
+			t.Errorf("Deployment %s runs as %q, want %s", d.Name, d.Spec.Template.Spec.ServiceAccountName, serviceAccount)
+		}
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" ||
+		c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("manager probes: want liveness /healthz and readiness /readyz")
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("manager requests %v: want cpu and memory", c.Resources.Requests)
+	}
+}
