@@ -105,6 +105,16 @@ run: build ## Run the manager on a local cluster it starts, or on the cluster of
 	$(MANAGER) --kubeconfig=$(KUBECONFIG) --metrics-bind-address=0 $(ARGS)
 endif
 
+# The OLM bundle's version; bundle/ is committed and a test keeps it current.
+BUNDLE_VERSION ?= 0.1.0
+
+.PHONY: bundle
+bundle: ## Write the OLM bundle into bundle/ from `kubectl kustomize` of config/default and config/samples.
+	@mkdir -p $(LOCALBIN)
+	kubectl kustomize config/default > $(LOCALBIN)/bundle-manifests.yaml
+	kubectl kustomize config/samples > $(LOCALBIN)/bundle-examples.yaml
+	go run ./hack/bundle -version=$(BUNDLE_VERSION) -manifests=$(LOCALBIN)/bundle-manifests.yaml -examples=$(LOCALBIN)/bundle-examples.yaml -out=bundle
+
 .PHONY: localcluster
 localcluster: ## Build the local-cluster launcher of `make run` into bin/localcluster.
 	go build -o $(LOCALCLUSTER) ./hack/localcluster
