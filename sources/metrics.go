@@ -202,7 +202,7 @@ func report(vs *v1alpha1.VerticalScaler, estimates map[string]Estimate, readErr 
 	if len(estimates) == 0 {
 		return nil
 	}
-	if provided != nil && provided.Reason == v1alpha1.ReasonRecommended && !moved(vs.Status.Recommendation, estimates, threshold) {
+	if provided != nil && provided.Reason == v1alpha1.ReasonRecommended && !moved(vs.Status.Recommendation, vs.Spec.DeploymentName, estimates, threshold) {
 		return nil
 	}
 	names := make([]string, 0, len(estimates))
@@ -210,7 +210,7 @@ func report(vs *v1alpha1.VerticalScaler, estimates map[string]Estimate, readErr 
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	rec := &v1alpha1.Recommendation{}
+	rec := &v1alpha1.Recommendation{DeploymentName: vs.Spec.DeploymentName}
 	for _, name := range names {
 		e := estimates[name]
 		rec.ContainerRecommendations = append(rec.ContainerRecommendations, v1alpha1.ContainerRecommendation{
@@ -225,9 +225,10 @@ func report(vs *v1alpha1.VerticalScaler, estimates map[string]Estimate, readErr 
 }
 
 // moved says whether any container's estimate moved by more than threshold from the uncapped
-// target in status, or has no recommendation there yet.
-func moved(status *v1alpha1.Recommendation, estimates map[string]Estimate, threshold float64) bool {
-	if status == nil {
+// target in status, or has no recommendation there yet (none at all, or one for another
+// Deployment than deploymentName).
+func moved(status *v1alpha1.Recommendation, deploymentName string, estimates map[string]Estimate, threshold float64) bool {
+	if status == nil || status.DeploymentName != deploymentName {
 		return true
 	}
 	last := map[string]v1alpha1.ContainerRecommendation{}

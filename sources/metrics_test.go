@@ -227,7 +227,7 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 		t.Fatalf("first samples: sent %v, want one report to web (lonely's Deployment does not exist)", got)
 	}
 	// 300Mi falls in memory bucket 19, whose end plus 15% is 362.6Mi.
-	want := &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+	want := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("588m", "363Mi"), LowerBound: list("588m", "363Mi"),
 		UpperBound: list("588m", "363Mi"), UncappedTarget: list("588m", "363Mi")}}}
 	if diff := cmp.Diff(want, got["web"].Status.Recommendation, quantities); diff != "" {
@@ -305,5 +305,17 @@ func TestUsageProducerFullBufferDoesNotBlock(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("cycle blocked on a full buffer")
+	}
+}
+
+func TestMovedFromARecommendationForAnotherDeployment(t *testing.T) {
+	estimates := map[string]Estimate{"app": {Target: list("100m", "")}}
+	status := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{
+		{ContainerName: "app", UncappedTarget: list("100m", "")}}}
+	if moved(status, "web", estimates, DefaultMoveThreshold) {
+		t.Error("same Deployment, same target: moved")
+	}
+	if !moved(status, "api", estimates, DefaultMoveThreshold) {
+		t.Error("the status holds web's recommendation and the VerticalScaler now names api: not moved")
 	}
 }

@@ -146,6 +146,12 @@ type VerticalScalerStatus struct {
 
 // Recommendation holds one recommendation per container.
 type Recommendation struct {
+	// DeploymentName is the Deployment whose Pods' usage the recommendation comes from. When
+	// spec.deploymentName names another one, the recommendation is dropped rather than applied
+	// to a different workload.
+	// +optional
+	DeploymentName string `json:"deploymentName,omitempty"`
+
 	// ContainerRecommendations are per container, by name.
 	// +optional
 	// +listType=map

@@ -62,10 +62,11 @@ func unknownContainers(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Co
 	return problems
 }
 
-// estimatesOf returns the uncapped estimates a recommendation was made from, by container:
-// Target is the uncapped target.
-func estimatesOf(rec *v1alpha1.Recommendation) map[string]v1alpha1.ContainerRecommendation {
-	if rec == nil {
+// estimatesOf returns the uncapped estimates a recommendation for deploymentName was made from,
+// by container: Target is the uncapped target. A recommendation for another Deployment has
+// none to give.
+func estimatesOf(rec *v1alpha1.Recommendation, deploymentName string) map[string]v1alpha1.ContainerRecommendation {
+	if rec == nil || rec.DeploymentName != deploymentName {
 		return nil
 	}
 	out := map[string]v1alpha1.ContainerRecommendation{}
@@ -79,7 +80,7 @@ func estimatesOf(rec *v1alpha1.Recommendation) map[string]v1alpha1.ContainerReco
 // recommend bounds the estimates of the Pod template's containers by their policies, in the
 // template's order. Containers without an estimate are left out; it returns nil when none has one.
 func recommend(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, estimates map[string]v1alpha1.ContainerRecommendation) *v1alpha1.Recommendation {
-	rec := &v1alpha1.Recommendation{}
+	rec := &v1alpha1.Recommendation{DeploymentName: spec.DeploymentName}
 	for _, c := range containers {
 		e, ok := estimates[c.Name]
 		if !ok {

@@ -132,7 +132,7 @@ func TestUnknownContainers(t *testing.T) {
 }
 
 func TestRecommend(t *testing.T) {
-	spec := &v1alpha1.VerticalScalerSpec{ContainerPolicies: []v1alpha1.ContainerPolicy{
+	spec := &v1alpha1.VerticalScalerSpec{DeploymentName: "web", ContainerPolicies: []v1alpha1.ContainerPolicy{
 		{ContainerName: "app", MinAllowed: list("1", ""), MaxAllowed: list("2", "1Gi")},
 	}}
 	estimates := map[string]v1alpha1.ContainerRecommendation{
@@ -140,7 +140,7 @@ func TestRecommend(t *testing.T) {
 		"gone": {ContainerName: "gone", Target: list("1", "1Gi")},
 	}
 	containers := []corev1.Container{{Name: "sidecar"}, {Name: "app"}}
-	want := &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+	want := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("1", "1Gi"), LowerBound: list("1", "1Gi"), UpperBound: list("2", "1Gi"),
 		UncappedTarget: list("500m", "2Gi"),
 	}}}
@@ -152,8 +152,12 @@ func TestRecommend(t *testing.T) {
 	}
 
 	// Estimates kept in status are the uncapped targets, bounded again by today's policies.
-	kept := estimatesOf(want)
+	kept := estimatesOf(want, "web")
 	if diff := cmp.Diff(list("500m", "2Gi"), kept["app"].Target, quantities); diff != "" {
 		t.Errorf("estimate from status (-want +got):\n%s", diff)
+	}
+	// A recommendation made for the Deployment named before gives nothing for another one.
+	if got := estimatesOf(want, "api"); got != nil {
+		t.Errorf("estimates of web's recommendation used for api: %v", got)
 	}
 }

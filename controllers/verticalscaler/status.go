@@ -41,8 +41,12 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 			fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace))
 	}
 
-	if obs.recommendation != nil {
+	switch {
+	case obs.recommendation != nil:
 		status.Recommendation = obs.recommendation
+	case status.Recommendation != nil && status.Recommendation.DeploymentName != vs.Spec.DeploymentName:
+		// Made for the Deployment the VerticalScaler named before: not this one's.
+		status.Recommendation = nil
 	}
 	provided := providedCondition(vs, obs)
 	set(provided.Type, provided.Status == metav1.ConditionTrue, provided.Reason, provided.Message)
@@ -74,7 +78,11 @@ func providedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Cond
 			return out
 		}
 	}
-	if c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided); c != nil {
+	// Kept from status, unless it claims a recommendation this Deployment does not have (one
+	// made for the Deployment named before).
+	hasRecommendation := vs.Status.Recommendation != nil && vs.Status.Recommendation.DeploymentName == vs.Spec.DeploymentName
+	if c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided); c != nil &&
+		(c.Status != metav1.ConditionTrue || hasRecommendation) {
 		return *c
 	}
 	return metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionFalse,

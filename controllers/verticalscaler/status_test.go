@@ -26,7 +26,7 @@ func briefs(conditions []metav1.Condition) []brief {
 
 func TestComputeStatus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	rec := &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+	rec := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("500m", ""), UncappedTarget: list("500m", "")}}}
 	recommended := &v1alpha1.VerticalScaler{Status: v1alpha1.VerticalScalerStatus{Recommendation: rec,
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRecommended}}}}
@@ -80,6 +80,12 @@ func TestComputeStatus(t *testing.T) {
 			want: []brief{{"DeploymentFound", T, ReasonDeploymentFound}, {"RecommendationProvided", F, v1alpha1.ReasonMetricsUnavailable},
 				{"Applied", F, ReasonUpdateModeOff}, {"Ready", F, v1alpha1.ReasonMetricsUnavailable}},
 			wantRec: true, wantGen: 2, wantInText: "no metrics.k8s.io; the last recommendation is kept"},
+		{name: "pointed at another Deployment: the old recommendation goes", mode: v1alpha1.UpdateModeOff,
+			status: v1alpha1.VerticalScalerStatus{Recommendation: &v1alpha1.Recommendation{DeploymentName: "old"}, Conditions: recommended.Status.Conditions},
+			obs:    observation{deployment: d},
+			want: []brief{{"RecommendationProvided", F, ReasonNoUsageYet}, {"DeploymentFound", T, ReasonDeploymentFound},
+				{"Applied", F, ReasonUpdateModeOff}, {"Ready", F, ReasonNoUsageYet}},
+			wantRec: false, wantGen: 2},
 		{name: "policy for a missing container", mode: v1alpha1.UpdateModeOff,
 			obs: observation{deployment: d, report: recommended, recommendation: rec, policyProblems: []string{"spec.containerPolicies[0].containerName: x"}},
 			want: []brief{{"DeploymentFound", T, ReasonDeploymentFound}, {"RecommendationProvided", T, v1alpha1.ReasonRecommended},

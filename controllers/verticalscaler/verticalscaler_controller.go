@@ -196,9 +196,9 @@ func (r *Reconciler) deployment(ctx context.Context, vs *v1alpha1.VerticalScaler
 func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 	containers := obs.deployment.Spec.Template.Spec.Containers
 	obs.policyProblems = unknownContainers(&vs.Spec, containers)
-	estimates := estimatesOf(vs.Status.Recommendation)
+	estimates := estimatesOf(vs.Status.Recommendation, vs.Spec.DeploymentName)
 	if obs.report != nil && obs.report.Status.Recommendation != nil {
-		estimates = estimatesOf(obs.report.Status.Recommendation)
+		estimates = estimatesOf(obs.report.Status.Recommendation, vs.Spec.DeploymentName)
 	}
 	obs.recommendation = recommend(&vs.Spec, containers, estimates)
 }

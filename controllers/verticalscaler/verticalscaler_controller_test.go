@@ -258,7 +258,7 @@ func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 	waitCondition(t, vs, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, v1alpha1.ReasonRecommended)
 	// 500m and 300Mi end their histogram buckets at 511m and 315Mi; with the 15% margin,
 	// 588m and 363Mi. The policy caps CPU at 400m.
-	want := &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+	want := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("400m", "363Mi"), LowerBound: list("400m", "363Mi"),
 		UpperBound: list("400m", "363Mi"), UncappedTarget: list("588m", "363Mi")}}}
 	if diff := cmp.Diff(want, vs.Status.Recommendation, quantities); diff != "" {
@@ -401,7 +401,7 @@ func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
 	// A recommendation from an earlier run of the manager.
-	last := &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+	last := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("250m", "256Mi"), UncappedTarget: list("250m", "256Mi")}}}
 	vs.Status.Recommendation = last
 	if err := env.Client.Status().Update(ctx, vs); err != nil {
