@@ -1,0 +1,46 @@
+package sources
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// TestPodMetricsReader reads metrics-server's objects as unstructured data through a selector.
+// Without metrics.k8s.io served, the envtest suite of the verticalscaler shows the error.
+func TestPodMetricsReader(t *testing.T) {
+	gv := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{gv})
+	mapper.Add(gv.WithKind("PodMetrics"), meta.RESTScopeNamespace)
+	podMetrics := func(name, app, cpu string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"timestamp":  "2026-01-01T00:00:00Z",
+			"window":     "15s",
+			"containers": []any{map[string]any{"name": "app", "usage": map[string]any{"cpu": cpu, "memory": "64Mi"}}},
+		}}
+		u.SetGroupVersionKind(gv.WithKind("PodMetrics"))
+		u.SetNamespace("ns")
+		u.SetName(name)
+		u.SetLabels(map[string]string{"app": app})
+		return u
+	}
+	c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithRESTMapper(mapper).
+		WithObjects(podMetrics("web-1", "web", "100m"), podMetrics("db-1", "db", "1")).Build()
+	got, err := PodMetricsReader{Reader: c}.PodUsage(context.Background(), "ns", labels.SelectorFromSet(map[string]string{"app": "web"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PodUsage{{Pod: "web-1", Timestamp: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Containers: map[string]corev1.ResourceList{"app": list("100m", "64Mi")}}}
+	if diff := cmp.Diff(want, got, quantities); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
