@@ -24,9 +24,13 @@ const (
 	// is left alone. It matches the metrics source's DefaultMoveThreshold, so that a
 	// recommendation that moved enough to be reported also moves enough to be applied.
 	ApplyTolerance = 0.1
-	// DefaultMinApplyInterval is the least time between two writes to one Deployment.
-	DefaultMinApplyInterval = 10 * time.Minute
+	// MinApplyInterval is the least time between two writes to one Deployment.
+	MinApplyInterval = 10 * time.Minute
 )
+
+// appliedMessage is the message of Applied=True, the same after a write and on the passes that
+// find nothing to write, so that those passes leave status alone.
+var appliedMessage = fmt.Sprintf("Every controlled request of the Deployment is within %.0f%% of the recommendation", ApplyTolerance*100)
 
 // applyState is what happened to the recommendation in Auto mode; it becomes the Applied
 // condition.
@@ -138,16 +142,16 @@ func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.Verti
 		return applyState{reason: ReasonNoRecommendation, message: "No controlled resource of any container has a recommendation"}, nil
 	}
 	if !needsUpdate(d.Spec.Template.Spec.Containers, desired) {
-		return applyState{reason: ReasonApplied, message: fmt.Sprintf("Every controlled request is within %.0f%% of the recommendation", ApplyTolerance*100)}, nil
+		return applyState{reason: ReasonApplied, message: appliedMessage}, nil
 	}
-	now := r.now()
+	now := time.Now()
 	var last *time.Time
 	if vs.Status.LastAppliedTime != nil {
 		last = &vs.Status.LastAppliedTime.Time
 	}
-	if wait := untilNextApply(last, now, r.minApplyInterval()); wait > 0 {
+	if wait := untilNextApply(last, now, MinApplyInterval); wait > 0 {
 		return applyState{reason: ReasonWaitingMinInterval, wait: wait,
-			message: fmt.Sprintf("The last write was at %s; the next is allowed %s after it", last.UTC().Format(time.RFC3339), r.minApplyInterval())}, nil
+			message: fmt.Sprintf("The last write was at %s; the next is allowed %s after it", last.UTC().Format(time.RFC3339), MinApplyInterval)}, nil
 	}
 	owned, err := appsv1ac.ExtractDeployment(d, ControllerName)
 	if err != nil {
@@ -157,7 +161,7 @@ func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.Verti
 	if err != nil {
 		return applyState{reason: ReasonApplyFailed, message: err.Error()}, fmt.Errorf("Deployment %s: %w", d.Name, err)
 	}
-	state := applyState{reason: ReasonApplied, message: "The Deployment's containers carry the recommendation"}
+	state := applyState{reason: ReasonApplied, message: appliedMessage}
 	if changed {
 		ctrl.LoggerFrom(ctx).Info("Applied recommendation to Deployment", "deployment", d.Name, "fieldManager", ControllerName)
 		state.appliedAt = now

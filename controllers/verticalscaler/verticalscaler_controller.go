@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,30 +38,11 @@ const ControllerName = "verticalscaler"
 // Reconciler reconciles VerticalScalers.
 type Reconciler struct {
 	Client client.Client
-	// MinApplyInterval is the least time between two writes to one Deployment;
-	// DefaultMinApplyInterval when zero.
-	MinApplyInterval time.Duration
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
 
 	// reports holds, per VerticalScaler, the latest usage report of the metrics source (see
 	// sources.UsageProducer): the producer keeps the usage history, the controller keeps its
 	// latest conclusion until the VerticalScaler is deleted.
 	reports sync.Map // types.NamespacedName -> *v1alpha1.VerticalScaler
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now == nil {
-		return time.Now()
-	}
-	return r.Now()
-}
-
-func (r *Reconciler) minApplyInterval() time.Duration {
-	if r.MinApplyInterval == 0 {
-		return DefaultMinApplyInterval
-	}
-	return r.MinApplyInterval
 }
 
 // SetupWithManager adds the controller to mgr; each trigger is a channel source whose events
