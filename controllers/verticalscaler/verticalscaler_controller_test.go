@@ -336,14 +336,20 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 		t.Errorf("myapp no longer owns the image: %v", owned)
 	}
 
-	// Usage stays the same: further cycles write nothing.
-	applied := d.ResourceVersion
+	// Usage stays the same: further cycles write nothing, to the Deployment or to status.
+	applied, reported := d.ResourceVersion, vs.ResourceVersion
 	time.Sleep(2 * time.Second)
 	if err := get(d); err != nil {
 		t.Fatal(err)
 	}
 	if d.ResourceVersion != applied {
 		t.Errorf("Deployment written again with nothing to change: %v", d.Spec.Template.Spec.Containers[0].Resources)
+	}
+	if err := get(vs); err != nil {
+		t.Fatal(err)
+	}
+	if vs.ResourceVersion != reported {
+		t.Errorf("VerticalScaler status written again with nothing to change: %+v", vs.Status)
 	}
 
 	// Usage quadruples: the recommendation in status follows, but the Deployment is not
