@@ -66,6 +66,10 @@ test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suit
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	CONTROLLER_GEN=$(CONTROLLER_GEN) go test ./... -count=1 -timeout 30m
 
+.PHONY: test-e2e
+test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests: the manager as a process, deployed from config/, on a local cluster.
+	SWITCHBOARD_E2E=1 KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) go test ./test/e2e/ -count=1 -v -timeout 20m
+
 ##@ Benchmarks
 
 # Every benchmark is a Go benchmark; `bench` repeats each BENCH_COUNT times and

@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/controllers"
+)
+
+// The names the shipped manifests give the manager.
+const (
+	managerNamespace = "switchboard-system"
+	serviceAccount   = "switchboard-controller-manager"
+)
+
+// kubectlRun runs kubectl as the admin and fails the test on error.
+func kubectlRun(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(kubectl, append([]string{"--kubeconfig=" + env.Kubeconfig}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// deploy applies a kustomization of config/ as `kubectl apply --server-side -k` and waits for
+// its CRDs. It returns the manager's container args from the rendered Deployment.
+func deploy(t *testing.T, kustomization string) []string {
+	t.Helper()
+	dir := filepath.Join(root, "config", kustomization)
+	var args []string
+	var crds []string
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(kubectlRun(t, "kustomize", dir)), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch obj.GetKind() {
+		case "CustomResourceDefinition":
+			crds = append(crds, "crd/"+obj.GetName())
+		case "Deployment":
+			d := &appsv1.Deployment{}
+			if err := fromUnstructured(obj, d); err != nil {
+				t.Fatal(err)
+			}
+			args = d.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	if args == nil {
+		t.Fatalf("no manager Deployment in config/%s", kustomization)
+	}
+	kubectlRun(t, "apply", "--server-side", "-k", dir)
+	waitEstablished(t, crds...)
+	return args
+}
+
+// waitEstablished waits until the API server serves the named CRDs ("crd/NAME").
+func waitEstablished(t *testing.T, crds ...string) {
+	t.Helper()
+	if len(crds) > 0 {
+		kubectlRun(t, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...)
+	}
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the manager's
+// ServiceAccount with a token from the TokenRequest API, as the Pod's projected token would.
+func serviceAccountKubeconfig(t *testing.T) (string, *rest.Config) {
+	t.Helper()
+	ctx := context.Background()
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}
+	tok, err := clientset.CoreV1().ServiceAccounts(managerNamespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token for %s/%s: %v", managerNamespace, serviceAccount, err)
+	}
+	cfg := &rest.Config{Host: env.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["manager"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "manager", Namespace: managerNamespace}
+	kc.CurrentContext = "manager"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path, cfg
+}
+
+// managerProcess is the manager running as a separate process.
+type managerProcess struct {
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	readyz  string
+	stopped bool
+}
+
+// startManager runs the manager with the Deployment's args, as the ServiceAccount, with its
+// listeners moved to free loopback ports and the leader-election namespace given (in a Pod the
+// manager reads it from the ServiceAccount's files). extra flags come last and win.
+func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extra ...string) *managerProcess {
+	t.Helper()
+	probes := freeAddress(t)
+	args := append([]string{}, deploymentArgs...)
+	args = append(args,
+		"--kubeconfig="+kubeconfig,
+		"--leader-election-namespace="+managerNamespace,
+		"--health-probe-bind-address="+probes,
+		"--metrics-bind-address="+freeAddress(t),
+	)
+	args = append(args, extra...)
+	p := &managerProcess{log: &bytes.Buffer{}, readyz: "http://" + probes + "/readyz"}
+	p.cmd = exec.Command(manager, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("manager %v log:\n%s", args, p.log.String())
+		}
+	})
+	return p
+}
+
+// stop stops the manager with SIGTERM, as the kubelet would, and waits for it.
+func (p *managerProcess) stop(t *testing.T) {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Errorf("the manager did not stop within 30s of SIGTERM")
+	}
+}
+
+// ready reports whether the manager's /readyz answers 200.
+func (p *managerProcess) ready() bool {
+	resp, err := http.Get(p.readyz)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// freeAddress returns a loopback address with a port free at the time of the call.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// clientAs returns a client that authenticates with cfg.
+func clientAs(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// eventually polls check until it returns nil or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %s: %v", timeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// namespace creates a namespace for one test and deletes it at the end.
+func namespace(t *testing.T, name string) string {
+	t.Helper()
+	kubectlRun(t, "create", "namespace", name)
+	t.Cleanup(func() {
+		if err := exec.Command(kubectl, "--kubeconfig="+env.Kubeconfig, "delete", "namespace", name, "--wait=false").Run(); err != nil {
+			t.Logf("deleting namespace %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+func fromUnstructured(obj *unstructured.Unstructured, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into)
+}

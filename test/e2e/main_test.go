@@ -1,0 +1,103 @@
+// Package e2e runs the manager as a separate process, deployed from the shipped manifests, on
+// a local cluster with real controllers (hack/localcluster/cluster: kube-controller-manager,
+// kube-scheduler, kwok). `make test-e2e` runs it; elsewhere it is skipped unless
+// SWITCHBOARD_E2E=1, because it needs the binaries `make run` builds and takes minutes.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/hack/localcluster/cluster"
+)
+
+// root is the module root, from this package's directory.
+var root = filepath.Join("..", "..")
+
+// The suite's cluster, its admin clients, the manager binary and kubectl.
+var (
+	env       *cluster.Cluster
+	admin     client.Client
+	clientset *kubernetes.Clientset
+	manager   string
+	kubectl   string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if os.Getenv("SWITCHBOARD_E2E") != "1" {
+		fmt.Println("e2e tests skipped: run `make test-e2e` (or set SWITCHBOARD_E2E=1 after `make kwok`)")
+		return 0
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	var err error
+	if kubectl, err = exec.LookPath("kubectl"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: kubectl is needed to apply the manifests with kustomize:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "switchboard-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+
+	manager = filepath.Join(dir, "manager")
+	build := exec.Command("go", "build", "-o", manager, ".")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building the manager:", err)
+		return 1
+	}
+
+	k8s := os.Getenv("KUBEBUILDER_ASSETS")
+	if k8s == "" {
+		k8s = filepath.Join(root, "bin", "k8s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err = cluster.Start(ctx, cluster.Config{
+		Dir:        filepath.Join(dir, "cluster"),
+		K8sBinDir:  k8s,
+		Kwok:       envOr("KWOK", filepath.Join(root, "bin", "kwok")),
+		KwokStages: envOr("KWOK_STAGES", filepath.Join(root, "bin", "kwok-stages.yaml")),
+		Nodes:      2,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: starting the local cluster:", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: stopping the local cluster:", err)
+		}
+	}()
+	if admin, err = client.New(env.Config, client.Options{Scheme: controllers.NewScheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if clientset, err = kubernetes.NewForConfig(env.Config); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}

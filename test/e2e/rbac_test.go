@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+)
+
+// TestShippedRBAC deploys the configmapwatcher overlay and then config/default, as an upgrade
+// would, and runs the manager each time as its ServiceAccount with the Deployment's own args:
+// every controller of the set works under the shipped RBAC, and a controller outside the set
+// is refused by the API server rather than half-working.
+func TestShippedRBAC(t *testing.T) {
+	t.Run("configmapwatcher overlay", func(t *testing.T) {
+		args := deploy(t, "overlays/configmapwatcher")
+		kubeconfig, saConfig := serviceAccountKubeconfig(t)
+		m := startManager(t, kubeconfig, args)
+		eventually(t, 90*time.Second, readyCheck(m))
+		configMapWatcherWorks(t, namespace(t, "e2e-cmw-only"))
+
+		// The MyApp CRD exists (installed by someone else), but the overlay's RBAC does not
+		// cover it: the API server refuses the ServiceAccount, and a manager told to run myapp
+		// anyway never reports ready.
+		kubectlRun(t, "apply", "--server-side", "-k", root+"/config/crd")
+		waitEstablished(t, "crd/myapps.app.example.com")
+		err := clientAs(t, saConfig).List(context.Background(), &v1alpha1.MyAppList{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("the ServiceAccount listing MyApps under the configmapwatcher RBAC: %v, want Forbidden", err)
+		}
+		m.stop(t)
+		outside := startManager(t, kubeconfig, args, "--controllers=myapp")
+		time.Sleep(20 * time.Second)
+		if outside.ready() {
+			t.Errorf("a manager running myapp without its RBAC reports ready")
+		}
+		if log := outside.log.String(); !strings.Contains(log, "forbidden") {
+			t.Errorf("the manager's log does not show the API server's refusal:\n%s", log)
+		}
+	})
+
+	t.Run("default", func(t *testing.T) {
+		args := deploy(t, "default")
+		kubeconfig, _ := serviceAccountKubeconfig(t)
+		m := startManager(t, kubeconfig, args)
+		eventually(t, 90*time.Second, readyCheck(m))
+		ns := namespace(t, "e2e-default")
+		configMapWatcherWorks(t, ns)
+		myAppAndVerticalScalerWork(t, ns)
+	})
+}
+
+// readyCheck checks the manager's /readyz: every controller's caches synced, which needs list
+// and watch on every kind it watches.
+func readyCheck(m *managerProcess) func() error {
+	return func() error {
+		if m.cmd.ProcessState != nil {
+			return fmt.Errorf("the manager exited: %s", m.cmd.ProcessState)
+		}
+		if !m.ready() {
+			return fmt.Errorf("/readyz not 200")
+		}
+		return nil
+	}
+}
+
+// configMapWatcherWorks opts a Deployment in and checks that a change of its ConfigMap's data
+// rolls it (the config hash on its Pod template changes).
+func configMapWatcherWorks(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: ns}, Data: map[string]string{"A": "1"}}
+	if err := admin.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "watched"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "watched", Namespace: ns, Annotations: map[string]string{v1alpha1.ReloadAnnotation: "true"}},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "app", Image: "nginx:1.27",
+					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "config"}}}},
+				}}},
+			},
+		},
+	}
+	if err := admin.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	hash := func() string {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return ""
+		}
+		return d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]
+	}
+	var first string
+	eventually(t, 60*time.Second, func() error {
+		if first = hash(); first == "" {
+			return fmt.Errorf("no %s on the opted-in Deployment", v1alpha1.ConfigHashAnnotation)
+		}
+		return nil
+	})
+	cm.Data["A"] = "2"
+	if err := admin.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		if h := hash(); h == first {
+			return fmt.Errorf("hash still %s after the ConfigMap changed", h)
+		}
+		return nil
+	})
+}
+
+// myAppAndVerticalScalerWork checks that a MyApp reaches Running with every replica ready
+// (kwok makes the Pods Ready), that a VerticalScaler finds the MyApp's Deployment, that
+// deleting the VerticalScaler leaves the Deployment, and that deleting the MyApp lets the
+// garbage collector remove its Deployment and Service.
+func myAppAndVerticalScalerWork(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	app := &v1alpha1.MyApp{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 3, Port: 8080},
+	}
+	if err := admin.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
+			return err
+		}
+		if app.Status.Phase != v1alpha1.MyAppRunning || app.Status.ReadyReplicas != 3 {
+			return fmt.Errorf("MyApp phase %q, %d ready replicas; want Running, 3", app.Status.Phase, app.Status.ReadyReplicas)
+		}
+		return nil
+	})
+
+	vs := &v1alpha1.VerticalScaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec:       v1alpha1.VerticalScalerSpec{DeploymentName: "web", UpdateMode: v1alpha1.UpdateModeOff},
+	}
+	if err := admin.Create(ctx, vs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(vs.Status.Conditions, v1alpha1.ConditionDeploymentFound) {
+			return fmt.Errorf("VerticalScaler conditions %v: want %s True", vs.Status.Conditions, v1alpha1.ConditionDeploymentFound)
+		}
+		return nil
+	})
+
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
+	if err := admin.Delete(ctx, vs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		err := admin.Get(ctx, client.ObjectKeyFromObject(vs), vs)
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("VerticalScaler not gone yet: %v", err)
+		}
+		return nil
+	})
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
+		t.Errorf("the Deployment after deleting the VerticalScaler: %v, want it kept", err)
+	}
+
+	if err := admin.Delete(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, func() error {
+		dErr := admin.Get(ctx, client.ObjectKeyFromObject(deployment), &appsv1.Deployment{})
+		sErr := admin.Get(ctx, client.ObjectKeyFromObject(deployment), &corev1.Service{})
+		if !apierrors.IsNotFound(dErr) || !apierrors.IsNotFound(sErr) {
+			return fmt.Errorf("after deleting the MyApp: Deployment %v, Service %v; want both garbage-collected", dErr, sErr)
+		}
+		return nil
+	})
+}
