@@ -17,7 +17,8 @@ import (
 
 // TestCacheKeepsManagedFieldsOnlyWhereRead checks the per-kind transform: the kinds whose
 // managed fields a controller reads back before applying (Deployments, Services) keep them in
-// the cache; the others (MyApps, VerticalScalers, ConfigMap metadata) are stored without.
+// the cache; the others (MyApps, VerticalScalers, ConfigMap metadata) are stored without, and
+// ConfigMap metadata is stored without labels and annotations either.
 func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 	m := env.StartManager(t, "--controllers=*")
 	ctx := context.Background()
@@ -29,7 +30,10 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 		Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 80}}
 	vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "cached"},
 		Spec: v1alpha1.VerticalScalerSpec{DeploymentName: "cached"}}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "cached"}, Data: map[string]string{"k": "v"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "cached",
+		Labels:      map[string]string{"team": "blue"},
+		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"k":"v"}}`}},
+		Data: map[string]string{"k": "v"}}
 	for _, obj := range []client.Object{app, vs, cm} {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
@@ -37,6 +41,17 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 	}
 	cmMeta := &metav1.PartialObjectMetadata{}
 	cmMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	key := client.ObjectKey{Namespace: ns.Name, Name: "cached"}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if err := m.GetCache().Get(ctx, key, cmMeta); err != nil {
+			return err
+		}
+		if len(cmMeta.Labels)+len(cmMeta.Annotations) > 0 || cmMeta.ResourceVersion == "" {
+			return fmt.Errorf("cached ConfigMap metadata keeps labels %v annotations %v resourceVersion %q; want only its identity",
+				cmMeta.Labels, cmMeta.Annotations, cmMeta.ResourceVersion)
+		}
+		return nil
+	})
 	for _, tc := range []struct {
 		obj  client.Object
 		keep bool
@@ -47,7 +62,6 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 		{&v1alpha1.VerticalScaler{}, false},
 		{cmMeta, false},
 	} {
-		key := client.ObjectKey{Namespace: ns.Name, Name: "cached"}
 		testenv.Eventually(t, 30*time.Second, func() error {
 			if err := m.GetCache().Get(ctx, key, tc.obj); err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -205,10 +206,11 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 	}
 }
 
-// cacheOptions decides, per kind, whether the cache keeps managedFields. The controllers that
-// write Deployments and Services read their own managed fields back (client-go's Extract
-// helpers) to see whether an apply would change anything, so those kinds keep them; nothing
-// reads the managed fields of the other cached kinds, so they are stripped to save memory.
+// cacheOptions decides, per kind, what the cache keeps. The controllers that write Deployments
+// and Services read their own managed fields back (client-go's Extract helpers) to see whether
+// an apply would change anything, so those kinds keep them; nothing reads the managed fields of
+// MyApps and VerticalScalers, so they are stripped to save memory. ConfigMaps are cached as
+// metadata and keep only their identity: see configMapIdentity.
 func (o *Options) cacheOptions(namespaces map[string]cache.Config) cache.Options {
 	strip := cache.ByObject{Transform: cache.TransformStripManagedFields()}
 	return cache.Options{
@@ -217,9 +219,30 @@ func (o *Options) cacheOptions(namespaces map[string]cache.Config) cache.Options
 		ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.MyApp{}:          strip,
 			&v1alpha1.VerticalScaler{}: strip,
-			configMapMetadata():        strip,
+			configMapMetadata():        {Transform: configMapIdentity},
 		},
 	}
+}
+
+// configMapIdentity keeps of a ConfigMap's metadata only what the configmapwatcher uses: its
+// name and namespace (to map it to Deployments) and its resourceVersion (to notice a change).
+// Labels and annotations go: `kubectl apply` copies the whole ConfigMap, data included, into
+// an annotation, which would otherwise put every ConfigMap's data back in the cache.
+func configMapIdentity(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{
+		TypeMeta: m.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              m.Name,
+			Namespace:         m.Namespace,
+			UID:               m.UID,
+			ResourceVersion:   m.ResourceVersion,
+			DeletionTimestamp: m.DeletionTimestamp,
+		},
+	}, nil
 }
 
 // configMapMetadata is the object of the metadata-only ConfigMap watch: the configmapwatcher

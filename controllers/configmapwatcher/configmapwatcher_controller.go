@@ -25,6 +25,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/apply"
+	"github.com/example/switchboard/controllers/internal/reconcilelog"
 	"github.com/example/switchboard/indexers"
 )
 
@@ -62,7 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options,
 	for _, trigger := range triggers {
 		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(r)
+	return b.Complete(reconcilelog.Wrap(reconcile.Reconciler(r)))
 }
 
 // optedIn lets through the events of Deployments that carry the reload annotation (before or
