@@ -37,14 +37,8 @@ var (
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "vs-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	// envtest runs no controllers, so nobody creates the default ServiceAccount Pods need.
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "default"}}
-	if err := env.Client.Create(ctx, sa); err != nil {
+	if err := env.Client.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
 	return ns.Name
