@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -117,7 +118,7 @@ func serviceAccountKubeconfig(t *testing.T) (string, *rest.Config) {
 // managerProcess is the manager running as a separate process.
 type managerProcess struct {
 	cmd     *exec.Cmd
-	log     *bytes.Buffer
+	log     *lockedBuffer
 	readyz  string
 	stopped bool
 }
@@ -136,7 +137,7 @@ func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extr
 		"--metrics-bind-address="+freeAddress(t),
 	)
 	args = append(args, extra...)
-	p := &managerProcess{log: &bytes.Buffer{}, readyz: "http://" + probes + "/readyz"}
+	p := &managerProcess{log: &lockedBuffer{}, readyz: "http://" + probes + "/readyz"}
 	p.cmd = exec.Command(manager, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -150,6 +151,24 @@ func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extr
 		}
 	})
 	return p
+}
+
+// lockedBuffer is the manager's output, which tests read while the process writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // stop stops the manager with SIGTERM, as the kubelet would, and waits for it.

@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+)
+
+// controller-runtime's defaults, which the manager keeps: a leader that stops renewing loses the
+// Lease after leaseDuration, and a candidate tries every retryPeriod.
+const (
+	leaseDuration = 15 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// acquired is what the manager logs once it holds the Lease.
+const acquired = "Successfully acquired lease"
+
+// TestLeaderElection runs two managers with --leader-elect: only the one holding the Lease
+// starts its controllers; killed with SIGKILL (so it cannot hand the Lease over), the other
+// takes over within the Lease duration and finishes the work.
+func TestLeaderElection(t *testing.T) {
+	args := deploy(t, "default")
+	kubeconfig, _ := serviceAccountKubeconfig(t)
+	ns := namespace(t, "e2e-leader")
+	a := startManager(t, kubeconfig, args)
+	b := startManager(t, kubeconfig, args)
+
+	var leader, follower *managerProcess
+	eventually(t, 60*time.Second, func() error {
+		aLeads, bLeads := strings.Contains(a.log.String(), acquired), strings.Contains(b.log.String(), acquired)
+		switch {
+		case aLeads && bLeads:
+			return fmt.Errorf("both managers acquired the Lease")
+		case aLeads:
+			leader, follower = a, b
+		case bLeads:
+			leader, follower = b, a
+		default:
+			return fmt.Errorf("no manager acquired the Lease yet")
+		}
+		return nil
+	})
+	myAppRuns(t, ns, "first")
+	if log := follower.log.String(); strings.Contains(log, acquired) || strings.Contains(log, "Starting workers") {
+		t.Fatalf("the follower started its controllers while the leader ran:\n%s", log)
+	}
+
+	if err := syscall.Kill(-leader.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	leader.stop(t)
+	create(t, ns, "second")
+	eventually(t, leaseDuration+retryPeriod+30*time.Second, func() error {
+		if !strings.Contains(follower.log.String(), acquired) {
+			return fmt.Errorf("the follower has not acquired the Lease")
+		}
+		return nil
+	})
+	// The poll adds up to 250ms to the measured takeover.
+	takeover := time.Since(killed)
+	t.Logf("the follower took over %s after the leader was killed", takeover.Round(100*time.Millisecond))
+	if takeover > leaseDuration+retryPeriod+time.Second {
+		t.Errorf("takeover took %s, more than the Lease duration (%s) and a retry (%s)", takeover, leaseDuration, retryPeriod)
+	}
+	myAppRuns(t, ns, "second")
+}
+
+// create creates a MyApp with 2 replicas.
+func create(t *testing.T, ns, name string) {
+	t.Helper()
+	app := &v1alpha1.MyApp{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 2, Port: 8080},
+	}
+	if err := admin.Create(context.Background(), app); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// myAppRuns creates the MyApp if it does not exist and waits until it runs with every replica
+// ready.
+func myAppRuns(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	app := &v1alpha1.MyApp{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, app); err != nil {
+		create(t, ns, name)
+	}
+	eventually(t, 90*time.Second, func() error {
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, app); err != nil {
+			return err
+		}
+		if app.Status.Phase != v1alpha1.MyAppRunning || app.Status.ReadyReplicas != app.Spec.Replicas {
+			return fmt.Errorf("MyApp %s phase %q, %d of %d ready", name, app.Status.Phase, app.Status.ReadyReplicas, app.Spec.Replicas)
+		}
+		return nil
+	})
+}
