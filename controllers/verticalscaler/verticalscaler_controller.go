@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/reconcilelog"
 	"github.com/example/switchboard/indexers"
 )
 
@@ -57,7 +58,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options,
 	for _, trigger := range triggers {
 		b = b.WatchesRawSource(source.Channel(trigger, r.reportsHandler()))
 	}
-	return b.Complete(r)
+	return b.Complete(reconcilelog.Wrap(reconcile.Reconciler(r)))
 }
 
 // reportsHandler enqueues the VerticalScaler an event names, after keeping the usage report
