@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -172,16 +173,23 @@ func (r *Reconciler) reconcileOwned(ctx context.Context, app *v1alpha1.MyApp) (o
 		return observation{deployment: existing(deployment), blocked: r.conflict(ctx, app, err)}, ignoreConflict(err)
 	}
 
-	var changed []string
-	deployment, err := r.applyDeployment(ctx, app, existing(deployment), &changed)
-	if err != nil {
-		return observation{}, err
+	// The Deployment and the Service do not depend on each other: apply them side by side,
+	// which takes one round trip to the API server off every reconcile that writes.
+	var (
+		wg                        sync.WaitGroup
+		applied                   *appsv1.Deployment
+		deploymentChange          string
+		serviceChange             string
+		deploymentErr, serviceErr error
+	)
+	wg.Go(func() { applied, deploymentChange, deploymentErr = r.applyDeployment(ctx, app, existing(deployment)) })
+	wg.Go(func() { serviceChange, serviceErr = r.applyService(ctx, app, existing(service)) })
+	wg.Wait()
+	r.recordApplied(ctx, app, deploymentChange, serviceChange)
+	if err := errors.Join(deploymentErr, serviceErr); err != nil {
+		return observation{deployment: existing(deployment)}, err
 	}
-	if err := r.applyService(ctx, app, existing(service), &changed); err != nil {
-		return observation{deployment: deployment}, err
-	}
-	r.recordApplied(ctx, app, changed)
-	return observation{deployment: deployment, applied: true}, nil
+	return observation{deployment: applied, applied: true}, nil
 }
 
 // errConflict is returned by getOwned when an object of the MyApp's name exists and another
@@ -251,52 +259,52 @@ func existing[T client.Object](obj T) T {
 }
 
 // applyDeployment applies the desired Deployment unless the myapp field manager already owns
-// exactly that, and returns the Deployment as it now is: current, or the API server's answer to
-// the apply, so that status is computed without reading the Deployment again.
-func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, current *appsv1.Deployment, changed *[]string) (*appsv1.Deployment, error) {
+// exactly that, and returns the Deployment as it now is (current, or the API server's answer
+// to the apply, so that status is computed without reading the Deployment again) and what the
+// apply did ("" when nothing was sent).
+func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, current *appsv1.Deployment) (*appsv1.Deployment, string, error) {
 	var owned runtime.ApplyConfiguration
 	if current != nil {
 		extracted, err := appsv1ac.ExtractDeployment(current, ControllerName)
 		if err != nil {
-			return nil, fmt.Errorf("reading the fields %s owns on Deployment: %w", ControllerName, err)
+			return nil, "", fmt.Errorf("reading the fields %s owns on Deployment: %w", ControllerName, err)
 		}
 		owned = extracted
 	}
 	desired := desiredDeployment(app)
-	applied, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desired)
+	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desired)
 	if err != nil {
-		return nil, fmt.Errorf("Deployment: %w", err)
+		return nil, "", fmt.Errorf("Deployment: %w", err)
 	}
-	if !applied {
-		return current, nil
+	if !sent {
+		return current, "", nil
 	}
-	*changed = append(*changed, describeChange("Deployment", current == nil))
 	result := &appsv1.Deployment{}
 	if err := apply.Decode(desired, result); err != nil {
-		return nil, fmt.Errorf("Deployment: %w", err)
+		return nil, "", fmt.Errorf("Deployment: %w", err)
 	}
-	return result, nil
+	return result, describeChange("Deployment", current == nil), nil
 }
 
 // applyService applies the desired Service unless the myapp field manager already owns exactly
-// that.
-func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, current *corev1.Service, changed *[]string) error {
+// that, and returns what the apply did ("" when nothing was sent).
+func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, current *corev1.Service) (string, error) {
 	var owned runtime.ApplyConfiguration
 	if current != nil {
 		extracted, err := corev1ac.ExtractService(current, ControllerName)
 		if err != nil {
-			return fmt.Errorf("reading the fields %s owns on Service: %w", ControllerName, err)
+			return "", fmt.Errorf("reading the fields %s owns on Service: %w", ControllerName, err)
 		}
 		owned = extracted
 	}
-	applied, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredService(app))
+	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredService(app))
 	if err != nil {
-		return fmt.Errorf("Service: %w", err)
+		return "", fmt.Errorf("Service: %w", err)
 	}
-	if applied {
-		*changed = append(*changed, describeChange("Service", current == nil))
+	if !sent {
+		return "", nil
 	}
-	return nil
+	return describeChange("Service", current == nil), nil
 }
 
 // describeChange says what an apply did: "created Service" or "updated Deployment".
@@ -307,16 +315,17 @@ func describeChange(kind string, created bool) string {
 	return "updated " + kind
 }
 
-// recordApplied logs each change and records one Event for all the changes of a reconcile, so
-// that creating a MyApp costs one Event, not one per object.
-func (r *Reconciler) recordApplied(ctx context.Context, app *v1alpha1.MyApp, changed []string) {
-	if len(changed) == 0 {
+// recordApplied logs the changes of a reconcile and records one Event for all of them, so that
+// creating a MyApp costs one Event, not one per object. Empty changes are skipped.
+func (r *Reconciler) recordApplied(ctx context.Context, app *v1alpha1.MyApp, changes ...string) {
+	changes = slices.DeleteFunc(changes, func(c string) bool { return c == "" })
+	if len(changes) == 0 {
 		return
 	}
-	note := strings.Join(changed, ", ")
+	note := strings.Join(changes, ", ")
 	ctrl.LoggerFrom(ctx).Info("Applied "+note, "fieldManager", ControllerName)
 	reason := "Updated"
-	if strings.HasPrefix(changed[0], "created") {
+	if strings.HasPrefix(changes[0], "created") {
 		reason = "Created"
 	}
 	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, "Apply", "%s for MyApp %s", upperFirst(note), app.Name)
