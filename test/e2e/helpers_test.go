@@ -35,10 +35,10 @@ const (
 	serviceAccount   = "switchboard-controller-manager"
 )
 
-// kubectlRun runs kubectl as the admin and fails the test on error.
-func kubectlRun(t *testing.T, args ...string) string {
+// kubectl runs kubectl as the admin and fails the test on error.
+func (c *testCluster) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(kubectl, append([]string{"--kubeconfig=" + env.Kubeconfig}, args...)...)
+	cmd := exec.Command(kubectl, append([]string{"--kubeconfig=" + c.Kubeconfig}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -50,12 +50,12 @@ func kubectlRun(t *testing.T, args ...string) string {
 
 // deploy applies a kustomization of config/ as `kubectl apply --server-side -k` and waits for
 // its CRDs. It returns the manager's container args from the rendered Deployment.
-func deploy(t *testing.T, kustomization string) []string {
+func (c *testCluster) deploy(t *testing.T, kustomization string) []string {
 	t.Helper()
 	dir := filepath.Join(root, "config", kustomization)
 	var args []string
 	var crds []string
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(kubectlRun(t, "kustomize", dir)), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(c.kubectl(t, "kustomize", dir)), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
 		err := dec.Decode(&obj.Object)
@@ -79,30 +79,30 @@ func deploy(t *testing.T, kustomization string) []string {
 	if args == nil {
 		t.Fatalf("no manager Deployment in config/%s", kustomization)
 	}
-	kubectlRun(t, "apply", "--server-side", "-k", dir)
-	waitEstablished(t, crds...)
+	c.kubectl(t, "apply", "--server-side", "-k", dir)
+	c.waitEstablished(t, crds...)
 	return args
 }
 
 // waitEstablished waits until the API server serves the named CRDs ("crd/NAME").
-func waitEstablished(t *testing.T, crds ...string) {
+func (c *testCluster) waitEstablished(t *testing.T, crds ...string) {
 	t.Helper()
 	if len(crds) > 0 {
-		kubectlRun(t, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...)
+		c.kubectl(t, append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)...)
 	}
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the manager's
 // ServiceAccount with a token from the TokenRequest API, as the Pod's projected token would.
-func serviceAccountKubeconfig(t *testing.T) (string, *rest.Config) {
+func (c *testCluster) serviceAccountKubeconfig(t *testing.T) (string, *rest.Config) {
 	t.Helper()
 	ctx := context.Background()
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}
-	tok, err := clientset.CoreV1().ServiceAccounts(managerNamespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+	tok, err := c.clientset.CoreV1().ServiceAccounts(managerNamespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("requesting a token for %s/%s: %v", managerNamespace, serviceAccount, err)
 	}
-	cfg := &rest.Config{Host: env.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
+	cfg := &rest.Config{Host: c.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: c.Config.CAData}}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
@@ -236,15 +236,10 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	}
 }
 
-// namespace creates a namespace for one test and deletes it at the end.
-func namespace(t *testing.T, name string) string {
+// namespace creates a namespace; the cluster goes at the end of the test.
+func (c *testCluster) namespace(t *testing.T, name string) string {
 	t.Helper()
-	kubectlRun(t, "create", "namespace", name)
-	t.Cleanup(func() {
-		if err := exec.Command(kubectl, "--kubeconfig="+env.Kubeconfig, "delete", "namespace", name, "--wait=false").Run(); err != nil {
-			t.Logf("deleting namespace %s: %v", name, err)
-		}
-	})
+	c.kubectl(t, "create", "namespace", name)
 	return name
 }
 

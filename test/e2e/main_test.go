@@ -25,13 +25,11 @@ import (
 // root is the module root, from this package's directory.
 var root = filepath.Join("..", "..")
 
-// The suite's cluster, its admin clients, the manager binary and kubectl.
+// The manager binary and kubectl, shared by every test; each test starts its own cluster, so
+// that what one test deploys cannot change what another sees.
 var (
-	env       *cluster.Cluster
-	admin     client.Client
-	clientset *kubernetes.Clientset
-	manager   string
-	kubectl   string
+	manager string
+	kubectl string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -53,7 +51,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-
 	manager = filepath.Join(dir, "manager")
 	build := exec.Command("go", "build", "-o", manager, ".")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
@@ -61,38 +58,49 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: building the manager:", err)
 		return 1
 	}
+	return m.Run()
+}
 
+// testCluster is a test's local cluster and its admin clients.
+type testCluster struct {
+	*cluster.Cluster
+	admin     client.Client
+	clientset *kubernetes.Clientset
+}
+
+// newCluster starts a local cluster with two fake Nodes for the test and stops it at the end.
+func newCluster(t *testing.T) *testCluster {
+	t.Helper()
 	k8s := os.Getenv("KUBEBUILDER_ASSETS")
 	if k8s == "" {
 		k8s = filepath.Join(root, "bin", "k8s")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, err = cluster.Start(ctx, cluster.Config{
-		Dir:        filepath.Join(dir, "cluster"),
+	c, err := cluster.Start(ctx, cluster.Config{
+		Dir:        t.TempDir(),
 		K8sBinDir:  k8s,
 		Kwok:       envOr("KWOK", filepath.Join(root, "bin", "kwok")),
 		KwokStages: envOr("KWOK_STAGES", filepath.Join(root, "bin", "kwok-stages.yaml")),
 		Nodes:      2,
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: starting the local cluster:", err)
-		return 1
+		t.Fatalf("starting the local cluster: %v", err)
 	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: stopping the local cluster:", err)
+	// Registered first, so that it runs last: after the managers and namespaces of the test.
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping the local cluster: %v", err)
 		}
-	}()
-	if admin, err = client.New(env.Config, client.Options{Scheme: controllers.NewScheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+	})
+	tc := &testCluster{Cluster: c}
+	if tc.admin, err = client.New(c.Config, client.Options{Scheme: controllers.NewScheme()}); err != nil {
+		t.Fatal(err)
 	}
-	if clientset, err = kubernetes.NewForConfig(env.Config); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+	if tc.clientset, err = kubernetes.NewForConfig(c.Config); err != nil {
+		t.Fatal(err)
 	}
-	return m.Run()
+	return tc
 }
 
 func envOr(name, fallback string) string {

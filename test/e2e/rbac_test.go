@@ -17,23 +17,24 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 )
 
-// TestShippedRBAC deploys the configmapwatcher overlay and then config/default, as an upgrade
-// would, and runs the manager each time as its ServiceAccount with the Deployment's own args:
-// every controller of the set works under the shipped RBAC, and a controller outside the set
-// is refused by the API server rather than half-working.
+// TestShippedRBAC deploys the configmapwatcher overlay and config/default, each on a cluster of
+// its own, and runs the manager as its ServiceAccount with the Deployment's own args: every
+// controller of the set works under the shipped RBAC, and a controller outside the set is
+// refused by the API server rather than half-working.
 func TestShippedRBAC(t *testing.T) {
 	t.Run("configmapwatcher overlay", func(t *testing.T) {
-		args := deploy(t, "overlays/configmapwatcher")
-		kubeconfig, saConfig := serviceAccountKubeconfig(t)
+		c := newCluster(t)
+		args := c.deploy(t, "overlays/configmapwatcher")
+		kubeconfig, saConfig := c.serviceAccountKubeconfig(t)
 		m := startManager(t, kubeconfig, args)
 		eventually(t, 90*time.Second, readyCheck(m))
-		configMapWatcherWorks(t, namespace(t, "e2e-cmw-only"))
+		configMapWatcherWorks(t, c, c.namespace(t, "e2e-cmw-only"))
 
 		// The MyApp CRD exists (installed by someone else), but the overlay's RBAC does not
 		// cover it: the API server refuses the ServiceAccount, and a manager told to run myapp
 		// anyway never reports ready.
-		kubectlRun(t, "apply", "--server-side", "-k", root+"/config/crd")
-		waitEstablished(t, "crd/myapps.app.example.com")
+		c.kubectl(t, "apply", "--server-side", "-k", root+"/config/crd")
+		c.waitEstablished(t, "crd/myapps.app.example.com")
 		err := clientAs(t, saConfig).List(context.Background(), &v1alpha1.MyAppList{})
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("the ServiceAccount listing MyApps under the configmapwatcher RBAC: %v, want Forbidden", err)
@@ -50,13 +51,14 @@ func TestShippedRBAC(t *testing.T) {
 	})
 
 	t.Run("default", func(t *testing.T) {
-		args := deploy(t, "default")
-		kubeconfig, _ := serviceAccountKubeconfig(t)
+		c := newCluster(t)
+		args := c.deploy(t, "default")
+		kubeconfig, _ := c.serviceAccountKubeconfig(t)
 		m := startManager(t, kubeconfig, args)
 		eventually(t, 90*time.Second, readyCheck(m))
-		ns := namespace(t, "e2e-default")
-		configMapWatcherWorks(t, ns)
-		myAppAndVerticalScalerWork(t, ns)
+		ns := c.namespace(t, "e2e-default")
+		configMapWatcherWorks(t, c, ns)
+		myAppAndVerticalScalerWork(t, c, ns)
 	})
 }
 
@@ -76,11 +78,11 @@ func readyCheck(m *managerProcess) func() error {
 
 // configMapWatcherWorks opts a Deployment in and checks that a change of its ConfigMap's data
 // rolls it (the config hash on its Pod template changes).
-func configMapWatcherWorks(t *testing.T, ns string) {
+func configMapWatcherWorks(t *testing.T, c *testCluster, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: ns}, Data: map[string]string{"A": "1"}}
-	if err := admin.Create(ctx, cm); err != nil {
+	if err := c.admin.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 	labels := map[string]string{"app": "watched"}
@@ -97,11 +99,11 @@ func configMapWatcherWorks(t *testing.T, ns string) {
 			},
 		},
 	}
-	if err := admin.Create(ctx, d); err != nil {
+	if err := c.admin.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	hash := func() string {
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+		if err := c.admin.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 			return ""
 		}
 		return d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]
@@ -114,7 +116,7 @@ func configMapWatcherWorks(t *testing.T, ns string) {
 		return nil
 	})
 	cm.Data["A"] = "2"
-	if err := admin.Update(ctx, cm); err != nil {
+	if err := c.admin.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, func() error {
@@ -129,18 +131,18 @@ func configMapWatcherWorks(t *testing.T, ns string) {
 // (kwok makes the Pods Ready), that a VerticalScaler finds the MyApp's Deployment, that
 // deleting the VerticalScaler leaves the Deployment, and that deleting the MyApp lets the
 // garbage collector remove its Deployment and Service.
-func myAppAndVerticalScalerWork(t *testing.T, ns string) {
+func myAppAndVerticalScalerWork(t *testing.T, c *testCluster, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	app := &v1alpha1.MyApp{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 3, Port: 8080},
 	}
-	if err := admin.Create(ctx, app); err != nil {
+	if err := c.admin.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 90*time.Second, func() error {
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
+		if err := c.admin.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
 			return err
 		}
 		if app.Status.Phase != v1alpha1.MyAppRunning || app.Status.ReadyReplicas != 3 {
@@ -153,11 +155,11 @@ func myAppAndVerticalScalerWork(t *testing.T, ns string) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec:       v1alpha1.VerticalScalerSpec{DeploymentName: "web", UpdateMode: v1alpha1.UpdateModeOff},
 	}
-	if err := admin.Create(ctx, vs); err != nil {
+	if err := c.admin.Create(ctx, vs); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, func() error {
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
+		if err := c.admin.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
 			return err
 		}
 		if !meta.IsStatusConditionTrue(vs.Status.Conditions, v1alpha1.ConditionDeploymentFound) {
@@ -167,26 +169,26 @@ func myAppAndVerticalScalerWork(t *testing.T, ns string) {
 	})
 
 	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
-	if err := admin.Delete(ctx, vs); err != nil {
+	if err := c.admin.Delete(ctx, vs); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() error {
-		err := admin.Get(ctx, client.ObjectKeyFromObject(vs), vs)
+		err := c.admin.Get(ctx, client.ObjectKeyFromObject(vs), vs)
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("VerticalScaler not gone yet: %v", err)
 		}
 		return nil
 	})
-	if err := admin.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
+	if err := c.admin.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
 		t.Errorf("the Deployment after deleting the VerticalScaler: %v, want it kept", err)
 	}
 
-	if err := admin.Delete(ctx, app); err != nil {
+	if err := c.admin.Delete(ctx, app); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 90*time.Second, func() error {
-		dErr := admin.Get(ctx, client.ObjectKeyFromObject(deployment), &appsv1.Deployment{})
-		sErr := admin.Get(ctx, client.ObjectKeyFromObject(deployment), &corev1.Service{})
+		dErr := c.admin.Get(ctx, client.ObjectKeyFromObject(deployment), &appsv1.Deployment{})
+		sErr := c.admin.Get(ctx, client.ObjectKeyFromObject(deployment), &corev1.Service{})
 		if !apierrors.IsNotFound(dErr) || !apierrors.IsNotFound(sErr) {
 			return fmt.Errorf("after deleting the MyApp: Deployment %v, Service %v; want both garbage-collected", dErr, sErr)
 		}
