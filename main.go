@@ -59,7 +59,7 @@ func main() {
 		log.Error(err, "Loading kubeconfig failed")
 		os.Exit(1)
 	}
-	mgr, err := ctrl.NewManager(opts.RESTConfig(cfg), opts.ManagerOptions(controllers.NewScheme()))
+	mgr, err := ctrl.NewManager(opts.RESTConfig(cfg), opts.ManagerOptions(controllers.NewScheme(), selection))
 	if err != nil {
 		log.Error(err, "Creating manager failed")
 		os.Exit(1)

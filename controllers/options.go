@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,9 +177,9 @@ func (o *Options) RESTConfig(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// ManagerOptions returns the manager's options. Call Resolve first: it validates what this
-// assumes valid.
-func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
+// ManagerOptions returns the manager's options for the selected controllers. Call Resolve
+// first: it validates what this assumes valid.
+func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Options {
 	namespaces, _ := o.namespaces()
 	var tlsOpts []func(*tls.Config)
 	if !o.EnableHTTP2 {
@@ -202,26 +203,49 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 		// A manager stopping on purpose hands the lease over at once instead of making the
 		// next leader wait out the lease.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         o.cacheOptions(namespaces),
+		Cache:                         o.cacheOptions(namespaces, sel.Controllers),
 	}
 }
 
-// cacheOptions decides, per kind, what the cache keeps. The controllers that write Deployments
-// and Services read their own managed fields back (client-go's Extract helpers) to see whether
-// an apply would change anything, so those kinds keep them; nothing reads the managed fields of
-// MyApps and VerticalScalers, so they are stripped to save memory. ConfigMaps are cached as
-// metadata and keep only their identity: see configMapIdentity.
-func (o *Options) cacheOptions(namespaces map[string]cache.Config) cache.Options {
-	strip := cache.ByObject{Transform: cache.TransformStripManagedFields()}
+// cacheOptions decides, per kind the selected controllers watch, what the cache keeps. Only
+// those kinds are named: naming a kind makes the cache look it up at start, and the CRD of a
+// controller that is not selected need not be installed.
+func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Controller) cache.Options {
+	byObject := map[client.Object]cache.ByObject{}
+	seen := map[string]bool{}
+	for _, c := range selected {
+		for _, obj := range c.watchedObjects() {
+			transform := cacheTransform(obj)
+			if transform == nil || seen[kindOf(obj)] {
+				continue
+			}
+			seen[kindOf(obj)] = true
+			byObject[obj] = cache.ByObject{Transform: transform}
+		}
+	}
 	return cache.Options{
 		SyncPeriod:        &o.SyncPeriod,
 		DefaultNamespaces: namespaces,
-		ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.MyApp{}:          strip,
-			&v1alpha1.VerticalScaler{}: strip,
-			configMapMetadata():        {Transform: configMapIdentity},
-		},
+		ByObject:          byObject,
 	}
+}
+
+// cacheTransform returns what the cache does to an object of obj's kind before storing it, or
+// nil to store it whole. The controllers that write Deployments and Services read their own
+// managed fields back (client-go's Extract helpers) to see whether an apply would change
+// anything, so those kinds keep them; nothing reads the managed fields of MyApps and
+// VerticalScalers, so they are stripped to save memory. ConfigMaps are cached as metadata and
+// keep only their identity: see configMapIdentity.
+func cacheTransform(obj client.Object) toolscache.TransformFunc {
+	switch o := obj.(type) {
+	case *v1alpha1.MyApp, *v1alpha1.VerticalScaler:
+		return cache.TransformStripManagedFields()
+	case *metav1.PartialObjectMetadata:
+		if o.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("ConfigMap") {
+			return configMapIdentity
+		}
+	}
+	return nil
 }
 
 // configMapIdentity keeps of a ConfigMap's metadata only what the configmapwatcher uses: its

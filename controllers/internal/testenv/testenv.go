@@ -124,7 +124,7 @@ func (e *Env) StartManager(t testing.TB, args ...string) *Manager {
 	if err != nil {
 		t.Fatalf("resolving manager flags %v: %v", args, err)
 	}
-	mgrOpts := opts.ManagerOptions(controllers.NewScheme())
+	mgrOpts := opts.ManagerOptions(controllers.NewScheme(), selection)
 	// Tests start one manager after another in one process; controller names need only be
 	// unique within a manager.
 	mgrOpts.Controller.SkipNameValidation = new(true)

@@ -1,0 +1,39 @@
+package controllers
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestCacheNamesOnlySelectedKinds: the cache looks up every kind it is configured for at start,
+// so a manager running the configmapwatcher alone must not need the MyApp or VerticalScaler CRD.
+func TestCacheNamesOnlySelectedKinds(t *testing.T) {
+	for _, tc := range []struct {
+		controllers string
+		want        []string
+	}{
+		{"*", []string{"ConfigMap", "MyApp", "VerticalScaler"}},
+		{"configmapwatcher", []string{"ConfigMap"}},
+		{"myapp", []string{"MyApp"}},
+		{"verticalscaler", []string{"VerticalScaler"}},
+	} {
+		t.Run(tc.controllers, func(t *testing.T) {
+			o := NewOptions()
+			o.Controllers = tc.controllers
+			sel, err := o.Resolve(Table())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for obj := range o.ManagerOptions(NewScheme(), sel).Cache.ByObject {
+				got = append(got, kindOf(obj))
+			}
+			sort.Strings(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("kinds configured in the cache (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+)
+
+// TestCrashSafety kills the manager with SIGKILL while 200 MyApps converge and starts another:
+// every MyApp converges, with exactly one Deployment and one Service each, controlled by it.
+func TestCrashSafety(t *testing.T) {
+	const n = 200
+	ctx := context.Background()
+	c := newCluster(t)
+	args := c.deploy(t, "default")
+	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	ns := c.namespace(t, "e2e-crash")
+	first := startManager(t, kubeconfig, args, "--concurrency=myapp=4")
+	for i := range n {
+		app := &v1alpha1.MyApp{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%03d", i)},
+			Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080},
+		}
+		if err := c.admin.Create(ctx, app); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Kill it in the middle of the work.
+	eventually(t, 2*time.Minute, func() error {
+		var deployments appsv1.DeploymentList
+		if err := c.admin.List(ctx, &deployments, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(deployments.Items) < n/4 {
+			return fmt.Errorf("%d Deployments so far", len(deployments.Items))
+		}
+		return nil
+	})
+	if err := syscall.Kill(-first.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.stop(t)
+
+	// The new manager waits out the killed one's Lease, then finishes the work.
+	startManager(t, kubeconfig, args, "--concurrency=myapp=4")
+	eventually(t, 5*time.Minute, func() error {
+		var apps v1alpha1.MyAppList
+		if err := c.admin.List(ctx, &apps, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		done := 0
+		for _, app := range apps.Items {
+			if app.Status.ObservedGeneration == app.Generation {
+				done++
+			}
+		}
+		if done != n {
+			return fmt.Errorf("%d of %d MyApps converged", done, n)
+		}
+		return nil
+	})
+	checkOneOfEachPerMyApp(t, c, ns, n)
+}
+
+// checkOneOfEachPerMyApp checks that ns holds exactly one Deployment and one Service per MyApp,
+// each controlled by its MyApp: nothing duplicated, nothing orphaned.
+func checkOneOfEachPerMyApp(t *testing.T, c *testCluster, ns string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	var apps v1alpha1.MyAppList
+	var deployments appsv1.DeploymentList
+	var services corev1.ServiceList
+	for _, list := range []client.ObjectList{&apps, &deployments, &services} {
+		if err := c.admin.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(apps.Items) != n || len(deployments.Items) != n || len(services.Items) != n {
+		t.Errorf("%d MyApps, %d Deployments, %d Services; want %d of each", len(apps.Items), len(deployments.Items), len(services.Items), n)
+	}
+	uids := map[string]string{}
+	for _, app := range apps.Items {
+		uids[app.Name] = string(app.UID)
+	}
+	var owned []client.Object
+	for i := range deployments.Items {
+		owned = append(owned, &deployments.Items[i])
+	}
+	for i := range services.Items {
+		owned = append(owned, &services.Items[i])
+	}
+	for _, obj := range owned {
+		owner := metav1.GetControllerOf(obj)
+		if owner == nil || owner.Kind != "MyApp" || uids[obj.GetName()] != string(owner.UID) {
+			t.Errorf("%T %s is not controlled by its MyApp: %+v", obj, obj.GetName(), owner)
+		}
+	}
+}
