@@ -3,17 +3,22 @@ package verticalscaler_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/verticalscaler"
 	"github.com/example/switchboard/indexers"
 )
@@ -98,4 +103,100 @@ func cachedClient(b *testing.B, ns string, n int) client.Client {
 		b.Fatal(err)
 	}
 	return cl
+}
+
+// BenchmarkOneUpdateReconcilesOne creates N VerticalScalers and the N Deployments they name
+// (N=10,000, or 100 under SWITCHBOARD_BENCH_SMOKE; SWITCHBOARD_BENCH_SCALERS overrides),
+// lets the controller settle, then changes the resources of one Deployment: exactly one
+// VerticalScaler must be reconciled, whatever N.
+func BenchmarkOneUpdateReconcilesOne(b *testing.B) {
+	n := 10000
+	if os.Getenv("SWITCHBOARD_BENCH_SMOKE") != "" {
+		n = 100
+	}
+	if v, err := strconv.Atoi(os.Getenv("SWITCHBOARD_BENCH_SCALERS")); err == nil && v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-one-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		b.Fatal(err)
+	}
+	createScalers(b, ns.Name, n)
+	createDeployments(b, ns.Name, n)
+	env.StartManager(b, "--controllers=verticalscaler", "--resync-interval=0", "--usage-source=off",
+		"--concurrency=verticalscaler=8", "--watch-namespaces="+ns.Name)
+	settled := waitReconcilesSettle(b, n)
+
+	for range b.N {
+		d := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: fmt.Sprintf("d-%d", n/2)}, d); err != nil {
+			b.Fatal(err)
+		}
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprintf("%dm", 100+b.N))}
+		if err := env.Client.Patch(ctx, d, patch); err != nil {
+			b.Fatal(err)
+		}
+		after := waitReconcilesSettle(b, 0)
+		b.ReportMetric(after-settled, "reconciles/update")
+		if after-settled != 1 {
+			b.Errorf("one Deployment update among %d caused %v reconciles, want 1", n, after-settled)
+		}
+		settled = after
+	}
+	b.ReportMetric(float64(n), "scalers")
+}
+
+// createDeployments creates n Deployments d-i with one container, with a few writers at once.
+func createDeployments(b *testing.B, ns string, n int) {
+	b.Helper()
+	const writers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < n; i += writers {
+				labels := map[string]string{"app": fmt.Sprintf("d-%d", i)}
+				d := &appsv1.Deployment{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", i)},
+					Spec: appsv1.DeploymentSpec{
+						Selector: &metav1.LabelSelector{MatchLabels: labels},
+						Template: corev1.PodTemplateSpec{
+							ObjectMeta: metav1.ObjectMeta{Labels: labels},
+							Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1"}}},
+						},
+					},
+				}
+				if err := env.Client.Create(context.Background(), d); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// waitReconcilesSettle waits until the controller has finished at least min reconciles and
+// then none for two seconds, and returns the count.
+func waitReconcilesSettle(b *testing.B, min int) float64 {
+	b.Helper()
+	last := -1.0
+	for deadline := time.Now().Add(15 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		now, err := testenv.ReconcileTotal(verticalscaler.ControllerName)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if now == last && now >= float64(min) {
+			return now
+		}
+		last = now
+	}
+	b.Fatal("reconciles never settled")
+	return 0
 }

@@ -40,6 +40,8 @@ var targets = []Target{
 	{"BenchmarkConvergence", "x-floor", "MyApp convergence time / plain-client floor (issue 3)", true, 1.3},
 	{"BenchmarkConvergence", "writes/myapp", "MyApp object writes per MyApp during convergence (issue 3)", true, 4},
 	{"BenchmarkConvergence", "steady-writes", "writes in a steady window with periodic resyncs of every MyApp (issue 3)", true, 0},
+	{"BenchmarkOneUpdateReconcilesOne", "reconciles/update", "VerticalScalers reconciled by one Deployment update among 10,000 (issue 5)", true, 1},
+	{"BenchmarkMapFunction/scalers=10000", "ns/op", "verticalscaler map function per Deployment event at 10,000 VerticalScalers (issue 5)", true, 50000},
 	{"BenchmarkSummary", "cpu-MB/s", "manager logs summary throughput per CPU-second, one core, generated log (issue 7)", false, 300},
 	{"BenchmarkSummary", "peak-MiB", "manager logs summary peak RSS of a process running the analyzer alone (the manager binary adds its own pages: see issue 7 notes)", true, 50},
 }
