@@ -44,6 +44,7 @@ var targets = []Target{
 	{"BenchmarkMapFunction/scalers=10000", "ns/op", "verticalscaler map function per Deployment event at 10,000 VerticalScalers (issue 5)", true, 50000},
 	{"BenchmarkMemoryAndLatency/configmaps=10000", "VmRSS-MiB", "configmapwatcher manager resident memory, 10,000 ConfigMaps of 2 KiB, 500 opted-in Deployments (issue 6)", true, 50},
 	{"BenchmarkMemoryAndLatency/configmaps=10000", "p90-ms", "ConfigMap update to Pod template change, p90 of 50 updates (issue 6)", true, 50},
+	{"BenchmarkSharedDeploymentsSteadyState", "steady-writes", "writes in a minute after a forced resync, three controllers on 20 shared Deployments (issue 8)", true, 0},
 	{"BenchmarkSummary", "cpu-MB/s", "manager logs summary throughput per CPU-second, one core, generated log (issue 7)", false, 300},
 	{"BenchmarkSummary", "peak-MiB", "manager logs summary peak RSS of a process running the analyzer alone (the manager binary adds its own pages: see issue 7 notes)", true, 50},
 }
