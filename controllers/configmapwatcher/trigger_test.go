@@ -29,7 +29,7 @@ const triggerToken = "trigger-test-token"
 
 // startWithTrigger starts a manager running controllers with the HTTP trigger on a free
 // loopback port, and returns a function that POSTs body to /trigger/{controller} with token.
-func startWithTrigger(t *testing.T, controllers string) func(controller, token, body string) int {
+func startWithTrigger(t testing.TB, controllers string) func(controller, token, body string) int {
 	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(triggerToken+"\n"), 0o600); err != nil {
