@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/testenv"
@@ -131,24 +130,11 @@ var quantities = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b
 // have finished, from controller-runtime's metrics.
 func reconcileTotal(t *testing.T) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
+	n, err := testenv.ReconcileTotal(verticalscaler.ControllerName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var total float64
-	for _, family := range families {
-		if family.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range family.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == verticalscaler.ControllerName {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return n
 }
 
 // settledReconciles waits until the reconcile count stops moving for a second and returns it.
