@@ -49,8 +49,17 @@ func BenchmarkMapFunction(b *testing.B) {
 	}
 }
 
-// createScalers creates n VerticalScalers vs-i naming Deployments d-i, with a few writers at once.
+// createScalers creates n VerticalScalers vs-i naming Deployments d-i.
 func createScalers(b *testing.B, ns string, n int) {
+	b.Helper()
+	createMany(b, n, func(i int) client.Object {
+		return &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("vs-%d", i)},
+			Spec: v1alpha1.VerticalScalerSpec{DeploymentName: fmt.Sprintf("d-%d", i)}}
+	})
+}
+
+// createMany creates the n objects newObject makes, with a few writers at once.
+func createMany(b *testing.B, n int, newObject func(i int) client.Object) {
 	b.Helper()
 	const writers = 8
 	var wg sync.WaitGroup
@@ -58,9 +67,7 @@ func createScalers(b *testing.B, ns string, n int) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := w; i < n; i += writers {
-				vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("vs-%d", i)},
-					Spec: v1alpha1.VerticalScalerSpec{DeploymentName: fmt.Sprintf("d-%d", i)}}
-				if err := env.Client.Create(context.Background(), vs); err != nil {
+				if err := env.Client.Create(context.Background(), newObject(i)); err != nil {
 					errs <- err
 					return
 				}
@@ -148,38 +155,22 @@ func BenchmarkOneUpdateReconcilesOne(b *testing.B) {
 	b.ReportMetric(float64(n), "scalers")
 }
 
-// createDeployments creates n Deployments d-i with one container, with a few writers at once.
+// createDeployments creates n Deployments d-i with one container.
 func createDeployments(b *testing.B, ns string, n int) {
 	b.Helper()
-	const writers = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		wg.Go(func() {
-			for i := w; i < n; i += writers {
-				labels := map[string]string{"app": fmt.Sprintf("d-%d", i)}
-				d := &appsv1.Deployment{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", i)},
-					Spec: appsv1.DeploymentSpec{
-						Selector: &metav1.LabelSelector{MatchLabels: labels},
-						Template: corev1.PodTemplateSpec{
-							ObjectMeta: metav1.ObjectMeta{Labels: labels},
-							Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1"}}},
-						},
-					},
-				}
-				if err := env.Client.Create(context.Background(), d); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	createMany(b, n, func(i int) client.Object {
+		labels := map[string]string{"app": fmt.Sprintf("d-%d", i)}
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", i)},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1"}}},
+				},
+			},
+		}
+	})
 }
 
 // waitReconcilesSettle waits until the controller has finished at least min reconciles and
