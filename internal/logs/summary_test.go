@@ -3,6 +3,7 @@ package logs
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -85,10 +86,7 @@ func TestSummaryCaptureFigures(t *testing.T) {
 			want := map[string]*figures{}
 			objectErrors := map[string]uint64{}
 			var read, notJSON uint64
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := readCapture(t, file)
 			sc := bufio.NewScanner(bytes.NewReader(data))
 			sc.Buffer(nil, maxLine)
 			for sc.Scan() {
@@ -142,6 +140,27 @@ func TestSummaryCaptureFigures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readCapture reads a captured log, gunzipping a .gz one (the e2e captures are compressed).
+func readCapture(t *testing.T, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(file, ".gz") {
+		return data
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err = io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 var cmpEmptyMaps = cmp.FilterValues(func(a, b map[string]uint64) bool { return len(a) == 0 && len(b) == 0 }, cmp.Ignore())

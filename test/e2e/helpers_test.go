@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -136,6 +139,11 @@ func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extr
 		"--health-probe-bind-address="+probes,
 		"--metrics-bind-address="+freeAddress(t),
 	)
+	logDir := os.Getenv("SWITCHBOARD_E2E_LOG_DIR")
+	if logDir != "" {
+		// Captured logs feed the log analyzer's tests: they need the debug reconcile-end lines.
+		args = append(args, "--zap-log-level=debug")
+	}
 	args = append(args, extra...)
 	p := &managerProcess{log: &lockedBuffer{}, readyz: "http://" + probes + "/readyz"}
 	p.cmd = exec.Command(manager, args...)
@@ -149,8 +157,22 @@ func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extr
 		if t.Failed() {
 			t.Logf("manager %v log:\n%s", args, p.log.String())
 		}
+		if logDir != "" {
+			saveLog(t, logDir, p.log.String())
+		}
 	})
 	return p
+}
+
+// managersStarted numbers the managers of a run, so that saved logs sort in start order.
+var managersStarted atomic.Int32
+
+// saveLog writes a manager's log to dir, named after the test and the manager's number.
+func saveLog(t *testing.T, dir, log string) {
+	name := fmt.Sprintf("%s-%02d.log", strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()), managersStarted.Add(1))
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(log), 0o644); err != nil {
+		t.Errorf("saving the manager's log: %v", err)
+	}
 }
 
 // lockedBuffer is the manager's output, which tests read while the process writes it.
