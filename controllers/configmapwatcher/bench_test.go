@@ -36,15 +36,6 @@ import (
 	"github.com/example/switchboard/controllers/internal/testenv"
 )
 
-// benchSetting reads a positive integer setting from the environment, so that `make bench`
-// and `make bench-smoke` share the code.
-func benchSetting(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 // BenchmarkMemoryAndLatency measures the manager as a separate process (bin built from
 // main.go, only the configmapwatcher enabled) on the envtest control plane:
 // SWITCHBOARD_BENCH_DEPLOYMENTS opted-in Deployments (default 500), each using one ConfigMap,
@@ -56,8 +47,8 @@ func benchSetting(name string, def int) int {
 // change, over SWITCHBOARD_BENCH_UPDATES updates (default 50). SWITCHBOARD_BENCH_LAST_APPLIED=1
 // gives every ConfigMap the last-applied-configuration annotation that `kubectl apply` writes.
 func BenchmarkMemoryAndLatency(b *testing.B) {
-	deployments := benchSetting("SWITCHBOARD_BENCH_DEPLOYMENTS", 500)
-	updates := benchSetting("SWITCHBOARD_BENCH_UPDATES", 50)
+	deployments := testenv.BenchSetting("SWITCHBOARD_BENCH_DEPLOYMENTS", 500)
+	updates := testenv.BenchSetting("SWITCHBOARD_BENCH_UPDATES", 50)
 	sizes := []int{2000, 10000}
 	lastApplied := os.Getenv("SWITCHBOARD_BENCH_LAST_APPLIED") != ""
 	if os.Getenv("SWITCHBOARD_BENCH_SMOKE") != "" {

@@ -3,6 +3,8 @@ package configmapwatcher
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,24 +29,15 @@ func configHash(configMaps []corev1.ConfigMap) string {
 		cm := &sorted[i]
 		write([]byte(cm.Name))
 		write([]byte("data"))
-		for _, k := range sortedKeys(cm.Data) {
+		for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
 			write([]byte(k))
 			write([]byte(cm.Data[k]))
 		}
 		write([]byte("binaryData"))
-		for _, k := range sortedKeys(cm.BinaryData) {
+		for _, k := range slices.Sorted(maps.Keys(cm.BinaryData)) {
 			write([]byte(k))
 			write(cm.BinaryData[k])
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

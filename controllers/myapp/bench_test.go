@@ -3,9 +3,7 @@ package myapp_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,17 +18,6 @@ import (
 	"github.com/example/switchboard/controllers/internal/testenv"
 )
 
-// Benchmark settings, from the environment so that `make bench` and `make bench-smoke` share
-// the code: SWITCHBOARD_BENCH_MYAPPS (N, default 1000), SWITCHBOARD_BENCH_ROUNDS (rounds per
-// run, default 1: `make bench` repeats runs with -count and reports their median),
-// SWITCHBOARD_BENCH_STEADY (steady-state window in seconds, default 60).
-func benchSetting(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 // benchWorkers is both the controller's concurrency and the floor's parallel workers.
 const benchWorkers = 4
 
@@ -43,9 +30,9 @@ var objectResources = []string{"myapps", "myapps/status", "deployments", "servic
 // by the API server, and the writes of a steady state that includes periodic resyncs of every
 // MyApp.
 func BenchmarkConvergence(b *testing.B) {
-	n := benchSetting("SWITCHBOARD_BENCH_MYAPPS", 1000)
-	rounds := benchSetting("SWITCHBOARD_BENCH_ROUNDS", 1)
-	steady := time.Duration(benchSetting("SWITCHBOARD_BENCH_STEADY", 60)) * time.Second
+	n := testenv.BenchSetting("SWITCHBOARD_BENCH_MYAPPS", 1000)
+	rounds := testenv.BenchSetting("SWITCHBOARD_BENCH_ROUNDS", 1)
+	steady := time.Duration(testenv.BenchSetting("SWITCHBOARD_BENCH_STEADY", 60)) * time.Second
 	ctx := context.Background()
 	b.Logf("N=%d MyApps, %d rounds, %d workers, client QPS %g burst %d for both, steady window %s; envtest service-cluster-ip-range 10.96.0.0/16 (the default /24 holds about 250 Services)",
 		n, rounds, benchWorkers, env.Config.QPS, env.Config.Burst, steady)

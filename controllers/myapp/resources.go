@@ -1,7 +1,8 @@
 package myapp
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -56,7 +57,7 @@ func desiredDeployment(app *v1alpha1.MyApp) *appsv1ac.DeploymentApplyConfigurati
 			WithName(portName).
 			WithContainerPort(app.Spec.Port).
 			WithProtocol(corev1.ProtocolTCP))
-	for _, name := range sortedKeys(app.Spec.Env) {
+	for _, name := range slices.Sorted(maps.Keys(app.Spec.Env)) {
 		container.WithEnv(corev1ac.EnvVar().WithName(name).WithValue(app.Spec.Env[name]))
 	}
 	for _, from := range app.Spec.EnvFrom {
@@ -96,13 +97,4 @@ func desiredService(app *v1alpha1.MyApp) *corev1ac.ServiceApplyConfiguration {
 				WithPort(app.Spec.Port).
 				WithTargetPort(intstr.FromString(portName)).
 				WithProtocol(corev1.ProtocolTCP)))
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -12,9 +12,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -252,7 +253,7 @@ func sortObjects(objs []*unstructured.Unstructured) (*sorted, error) {
 	for _, name := range s.boundClusterRoles {
 		bound[name] = true
 	}
-	for _, name := range sortedKeys(s.clusterRoles) {
+	for _, name := range slices.Sorted(maps.Keys(s.clusterRoles)) {
 		if !bound[name] {
 			// A role for others to bind (the metrics reader): OLM installs it as it is.
 			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s.clusterRoles[name])
@@ -292,15 +293,6 @@ func (s *sorted) bind(binding string, subjects []rbacv1.Subject, ref rbacv1.Role
 
 func convert(obj *unstructured.Unstructured, into any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // clusterServiceVersion builds the CSV as a map, so that no OLM API module is needed.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -156,6 +157,16 @@ func (m *Manager) Stop() {
 			fmt.Fprintln(os.Stderr, "manager did not stop within 30s")
 		}
 	})
+}
+
+// BenchSetting reads a positive integer benchmark setting (SWITCHBOARD_BENCH_*) from the
+// environment, def when it is unset or not positive, so that `make bench` and
+// `make bench-smoke` run the same benchmark code at different sizes.
+func BenchSetting(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
 
 // Eventually calls check until it returns nil, failing the test with check's last error when
