@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/metricsauth"
 	"github.com/example/switchboard/sources"
 )
 
@@ -191,7 +191,7 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 		TLSOpts:       tlsOpts,
 	}
 	if o.SecureMetrics {
-		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metrics.FilterProvider = metricsauth.Filter
 	}
 	return ctrl.Options{
 		Scheme:                  scheme,
