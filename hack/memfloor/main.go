@@ -1,0 +1,60 @@
+// Command memfloor is the floor that BenchmarkMemoryAndLatency (controllers/configmapwatcher)
+// compares the manager's memory to: a controller-runtime manager that caches what the
+// configmapwatcher caches (ConfigMaps as metadata, Deployments whole) and does nothing else:
+// no controller, no metrics, no probes. It prints "synced" once its cache has synced and runs
+// until SIGTERM or SIGINT.
+//
+//	go run ./hack/memfloor --kubeconfig=PATH
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+func main() {
+	// controller-runtime's config package reads --kubeconfig from the command line.
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "memfloor:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	configMaps := &metav1.PartialObjectMetadata{}
+	configMaps.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	for _, obj := range []client.Object{configMaps, &appsv1.Deployment{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("creating the informer of %T: %w", obj, err)
+		}
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return fmt.Errorf("the cache did not sync: %w", <-errs)
+	}
+	fmt.Println("synced")
+	return <-errs
+}
