@@ -26,25 +26,10 @@ func TestCrashSafety(t *testing.T) {
 	ns := c.namespace(t, "e2e-crash")
 	first := startManager(t, kubeconfig, args, "--concurrency=myapp=4")
 	for i := range n {
-		app := &v1alpha1.MyApp{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%03d", i)},
-			Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080},
-		}
-		if err := c.admin.Create(ctx, app); err != nil {
-			t.Fatal(err)
-		}
+		createMyApp(t, c, ns, fmt.Sprintf("app-%03d", i), 1)
 	}
 	// Kill it in the middle of the work.
-	eventually(t, 2*time.Minute, func() error {
-		var deployments appsv1.DeploymentList
-		if err := c.admin.List(ctx, &deployments, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		if len(deployments.Items) < n/4 {
-			return fmt.Errorf("%d Deployments so far", len(deployments.Items))
-		}
-		return nil
-	})
+	waitDeployments(t, c, ns, n/4)
 	if err := syscall.Kill(-first.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

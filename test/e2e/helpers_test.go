@@ -29,6 +29,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
 )
 
@@ -124,6 +125,9 @@ type managerProcess struct {
 	log     *lockedBuffer
 	readyz  string
 	stopped bool
+	// done is closed when the process has exited, whoever stopped it; err is then Wait's result.
+	done chan struct{}
+	err  error
 }
 
 // startManager runs the manager with the Deployment's args, as the ServiceAccount, with its
@@ -145,13 +149,17 @@ func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extr
 		args = append(args, "--zap-log-level=debug")
 	}
 	args = append(args, extra...)
-	p := &managerProcess{log: &lockedBuffer{}, readyz: "http://" + probes + "/readyz"}
+	p := &managerProcess{log: &lockedBuffer{}, readyz: "http://" + probes + "/readyz", done: make(chan struct{})}
 	p.cmd = exec.Command(manager, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
 	t.Cleanup(func() {
 		p.stop(t)
 		if t.Failed() {
@@ -200,14 +208,22 @@ func (p *managerProcess) stop(t *testing.T) {
 	}
 	p.stopped = true
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(30 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-p.done
 		t.Errorf("the manager did not stop within 30s of SIGTERM")
+	}
+}
+
+// exited reports whether the manager has exited, and how.
+func (p *managerProcess) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
 	}
 }
 
@@ -256,6 +272,33 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// createMyApp creates a MyApp running nginx:1.27.
+func createMyApp(t *testing.T, c *testCluster, ns, name string, replicas int32) {
+	t.Helper()
+	app := &v1alpha1.MyApp{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: replicas, Port: 8080},
+	}
+	if err := c.admin.Create(context.Background(), app); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitDeployments waits until ns holds at least n Deployments.
+func waitDeployments(t *testing.T, c *testCluster, ns string, n int) {
+	t.Helper()
+	eventually(t, 2*time.Minute, func() error {
+		var deployments appsv1.DeploymentList
+		if err := c.admin.List(context.Background(), &deployments, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(deployments.Items) < n {
+			return fmt.Errorf("%d Deployments so far, waiting for %d", len(deployments.Items), n)
+		}
+		return nil
+	})
 }
 
 // namespace creates a namespace; the cluster goes at the end of the test.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
@@ -65,7 +64,7 @@ func TestLeaderElection(t *testing.T) {
 	}
 	killed := time.Now()
 	leader.stop(t)
-	create(t, c, ns, "second")
+	createMyApp(t, c, ns, "second", 2)
 	eventually(t, takeoverBound+30*time.Second, func() error {
 		if !strings.Contains(follower.log.String(), acquired) {
 			return fmt.Errorf("the follower has not acquired the Lease")
@@ -81,26 +80,14 @@ func TestLeaderElection(t *testing.T) {
 	myAppRuns(t, c, ns, "second")
 }
 
-// create creates a MyApp with 2 replicas.
-func create(t *testing.T, c *testCluster, ns, name string) {
-	t.Helper()
-	app := &v1alpha1.MyApp{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 2, Port: 8080},
-	}
-	if err := c.admin.Create(context.Background(), app); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// myAppRuns creates the MyApp if it does not exist and waits until it runs with every replica
+// myAppRuns creates the MyApp (2 replicas) if it does not exist and waits until it runs with every replica
 // ready.
 func myAppRuns(t *testing.T, c *testCluster, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
 	app := &v1alpha1.MyApp{}
 	if err := c.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, app); err != nil {
-		create(t, c, ns, name)
+		createMyApp(t, c, ns, name, 2)
 	}
 	eventually(t, 90*time.Second, func() error {
 		if err := c.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, app); err != nil {

@@ -66,8 +66,8 @@ func TestShippedRBAC(t *testing.T) {
 // and watch on every kind it watches.
 func readyCheck(m *managerProcess) func() error {
 	return func() error {
-		if m.cmd.ProcessState != nil {
-			return fmt.Errorf("the manager exited: %s", m.cmd.ProcessState)
+		if exited, err := m.exited(); exited {
+			return fmt.Errorf("the manager exited: %v", err)
 		}
 		if !m.ready() {
 			return fmt.Errorf("/readyz not 200")

@@ -68,11 +68,19 @@ type Cluster struct {
 	env      *envtest.Environment
 	watchdog *watchdog
 	exits    chan Exit
+	// kube-apiserver's binary, certificate directory and log, for RestartAPIServer.
+	apiServerPath    string
+	apiServerCertDir string
+	apiServerLog     *os.File
 
 	mu       sync.Mutex
 	procs    []*process
 	stopping bool
 	logs     []*os.File
+	// apiServer is the kube-apiserver RestartAPIServer started, nil while envtest's runs;
+	// apiServerArgs are its arguments, read from envtest's on the first restart.
+	apiServer     *process
+	apiServerArgs []string
 }
 
 // The binaries a cluster runs from Config.K8sBinDir.
@@ -202,6 +210,9 @@ func (c *Cluster) startControlPlane(cfg Config) error {
 	if err != nil {
 		return err
 	}
+	c.apiServerPath = filepath.Join(cfg.K8sBinDir, apiServerBin)
+	c.apiServerCertDir = filepath.Join(cfg.Dir, "apiserver")
+	c.apiServerLog = apiServerLog
 	env := &envtest.Environment{
 		UseExistingCluster: new(false),
 		ControlPlane: envtest.ControlPlane{
@@ -212,8 +223,8 @@ func (c *Cluster) startControlPlane(cfg Config) error {
 				Err:     etcdLog,
 			},
 			APIServer: &envtest.APIServer{
-				Path:    filepath.Join(cfg.K8sBinDir, apiServerBin),
-				CertDir: filepath.Join(cfg.Dir, "apiserver"),
+				Path:    c.apiServerPath,
+				CertDir: c.apiServerCertDir,
 				Out:     apiServerLog,
 				Err:     apiServerLog,
 			},
@@ -420,7 +431,8 @@ func (c *Cluster) poll(ctx context.Context, done func() (bool, error)) error {
 }
 
 // Stop stops every process in the reverse order of start (the processes started with
-// StartProcess first, etcd last), then the watchdog. Stopping twice is harmless.
+// StartProcess first, then kube-apiserver, whether envtest's or the one RestartAPIServer
+// started, and etcd last), then the watchdog. Stopping twice is harmless.
 func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	if c.stopping {
@@ -428,12 +440,15 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	c.stopping = true
-	procs := c.procs
+	procs, apiServer := c.procs, c.apiServer
 	c.mu.Unlock()
 
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
 		errs = append(errs, procs[i].stop())
+	}
+	if apiServer != nil {
+		errs = append(errs, apiServer.stop())
 	}
 	if c.env != nil {
 		if err := c.env.Stop(); err != nil {

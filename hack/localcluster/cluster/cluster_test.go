@@ -35,8 +35,9 @@ func testConfig(t *testing.T) Config {
 }
 
 // TestStartStop starts a cluster, checks that a Deployment's Pods get created, scheduled and
-// Ready (kube-controller-manager, kube-scheduler and kwok at work), that an orphaned ReplicaSet
-// is garbage-collected, and that Stop leaves no process behind.
+// Ready (kube-controller-manager, kube-scheduler and kwok at work), that the Deployment
+// survives two restarts of the API server, that an orphaned ReplicaSet is garbage-collected
+// after them, and that Stop leaves no process behind (the restarted API server included).
 func TestStartStop(t *testing.T) {
 	cfg := testConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -83,6 +84,20 @@ func TestStartStop(t *testing.T) {
 	}
 	if len(nodes) != 2 {
 		t.Errorf("Pods on Nodes %v: the scheduler should spread 4 Pods over both fake Nodes", nodes)
+	}
+
+	// RestartAPIServer, first of envtest's kube-apiserver and then of its own: the admin's
+	// kubeconfig stays valid and etcd keeps the objects. The garbage collection below shows
+	// that kube-controller-manager reconnected.
+	for i := 1; i <= 2; i++ {
+		began := time.Now()
+		if err := c.RestartAPIServer(ctx); err != nil {
+			t.Fatalf("restart %d: %v", i, err)
+		}
+		t.Logf("restart %d: kube-apiserver ready again in %s", i, time.Since(began).Round(100*time.Millisecond))
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			t.Fatalf("getting the Deployment after restart %d: %v", i, err)
+		}
 	}
 
 	// Deleting the Deployment orphans nothing: the garbage collector removes its ReplicaSet.

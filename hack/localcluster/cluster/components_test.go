@@ -199,3 +199,47 @@ func TestConfigCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestParseCmdline(t *testing.T) {
+	tests := []struct {
+		name string
+		data string
+		want []string
+	}{
+		{name: "arguments", data: "/bin/k8s/kube-apiserver\x00--secure-port=6443\x00--cert-dir=/tmp/a b\x00", want: []string{"/bin/k8s/kube-apiserver", "--secure-port=6443", "--cert-dir=/tmp/a b"}},
+		{name: "no arguments", data: "/bin/etcd\x00", want: []string{"/bin/etcd"}},
+		{name: "empty argument kept", data: "sh\x00-c\x00\x00x\x00", want: []string{"sh", "-c", "", "x"}},
+		{name: "no trailing NUL", data: "sh\x00-c", want: []string{"sh", "-c"}},
+		{name: "zombie", data: "", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseCmdline([]byte(tt.data))); diff != "" {
+				t.Errorf("parseCmdline(%q) (-want +got):\n%s", tt.data, diff)
+			}
+		})
+	}
+}
+
+func TestRuns(t *testing.T) {
+	const path, arg = "/bin/k8s/kube-apiserver", "--cert-dir=/tmp/a/apiserver"
+	tests := []struct {
+		name string
+		argv []string
+		want bool
+	}{
+		{name: "path and argument", argv: []string{path, "--secure-port=1", arg}, want: true},
+		{name: "another cluster's", argv: []string{path, "--cert-dir=/tmp/b/apiserver"}},
+		{name: "argument as argv[0]", argv: []string{arg, path}},
+		{name: "another binary", argv: []string{"/bin/k8s/etcd", arg}},
+		{name: "a prefix of the argument", argv: []string{path, arg + "2"}},
+		{name: "zombie", argv: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := runs(tt.argv, path, arg); got != tt.want {
+				t.Errorf("runs(%q) = %v, want %v", tt.argv, got, tt.want)
+			}
+		})
+	}
+}

@@ -68,13 +68,22 @@ func (p *process) stop() error {
 		return nil
 	case <-time.After(stopTimeout):
 	}
+	if err := p.kill(); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s did not exit within %s of SIGTERM and was killed", p.name, stopTimeout)
+}
+
+// kill sends SIGKILL to the process group, as a crash would end it, and waits until the
+// process has exited.
+func (p *process) kill() error {
 	if err := syscall.Kill(-p.pid(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("killing %s: %w", p.name, err)
 	}
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s did not exit within %s of SIGTERM and was killed", p.name, stopTimeout)
+		return nil
 	case <-time.After(stopTimeout):
-		return fmt.Errorf("%s (pid %d) did not exit even after SIGKILL", p.name, p.pid())
+		return fmt.Errorf("%s (pid %d) did not exit within %s of SIGKILL", p.name, p.pid(), stopTimeout)
 	}
 }
