@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,15 +12,9 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 )
 
-// renewDeadline is controller-runtime's default, which the manager keeps: a leader that cannot
-// renew its Lease for that long gives it up and exits. An API server away for longer would
-// stop the manager by design.
-const renewDeadline = 10 * time.Second
-
 // TestAPIServerRestart kills the API server with SIGKILL while 50 MyApps converge and starts
 // it again on the same port, with the same certificates and etcd. The manager rides it out:
-// it does not exit (the API server is back within the leader Lease's renew deadline),
-// its watches reconnect, and what changes after the restart (10 new MyApps, a new image on an
+// it does not exit, its watches reconnect, and what changes after the restart (10 new MyApps, a new image on an
 // old one) is carried out too: every MyApp converges, with exactly one Deployment and one
 // Service each, and MyApps reach Running with every replica ready, which needs
 // kube-controller-manager, kube-scheduler and kwok to have reconnected as well.
@@ -32,7 +25,11 @@ func TestAPIServerRestart(t *testing.T) {
 	args := c.deploy(t, "default")
 	kubeconfig, _ := c.serviceAccountKubeconfig(t)
 	ns := c.namespace(t, "e2e-restart")
-	m := startManager(t, kubeconfig, args)
+	// Without leader election: a leader that cannot renew its Lease within the renew deadline
+	// (10 s) exits by design, to be restarted by its Deployment, and a busy machine can take
+	// that long to bring the API server back. This test is about reconnecting;
+	// TestLeaderElection covers the Lease.
+	m := startManager(t, kubeconfig, args, "--leader-elect=false")
 	for i := range before {
 		createMyApp(t, c, ns, fmt.Sprintf("app-%03d", i), 1)
 	}
@@ -49,8 +46,8 @@ func TestAPIServerRestart(t *testing.T) {
 	running := func() {
 		t.Helper()
 		if exited, err := m.exited(); exited {
-			t.Fatalf("the manager exited (%v) instead of reconnecting; the API server was away for %s, the leader Lease's renew deadline is %s:\n%s",
-				err, restart.Round(100*time.Millisecond), renewDeadline, m.log.String())
+			t.Fatalf("the manager exited (%v) instead of reconnecting; the API server was away for %s:\n%s",
+				err, restart.Round(100*time.Millisecond), m.log.String())
 		}
 	}
 
@@ -97,9 +94,6 @@ func TestAPIServerRestart(t *testing.T) {
 	myAppRuns(t, c, ns, changed.Name)
 
 	running()
-	if log := m.log.String(); strings.Contains(log, "leader election lost") {
-		t.Errorf("the manager lost its leader Lease during the restart:\n%s", log)
-	}
 	eventually(t, 30*time.Second, readyCheck(m))
 }
 
