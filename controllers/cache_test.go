@@ -16,11 +16,61 @@ import (
 )
 
 // TestCacheKeepsManagedFieldsOnlyWhereRead checks the per-kind transform: the kinds whose
-// managed fields a controller reads back before applying (Deployments, Services) keep them in
-// the cache; the others (MyApps, VerticalScalers, ConfigMap metadata) are stored without, and
-// ConfigMap metadata is stored without labels and annotations either.
+// managed fields a selected controller reads back before applying keep them in the cache (with
+// every controller: Deployments, Services); the others are stored without (MyApps,
+// VerticalScalers, and Deployments when the configmapwatcher runs alone), and ConfigMap
+// metadata is stored without labels and annotations either.
 func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
-	m := env.StartManager(t, "--controllers=*")
+	for _, tc := range []struct {
+		controllers string
+		// withMyApp creates a MyApp, whose Deployment and Service the myapp controller
+		// creates; otherwise the test creates a Deployment itself.
+		withMyApp bool
+		keep      map[string]bool // kind -> managed fields kept
+	}{
+		{"*", true, map[string]bool{"Deployment": true, "Service": true, "MyApp": false, "VerticalScaler": false, "ConfigMap": false}},
+		{"configmapwatcher", false, map[string]bool{"Deployment": false, "ConfigMap": false}},
+	} {
+		t.Run(tc.controllers, func(t *testing.T) {
+			m := env.StartManager(t, "--controllers="+tc.controllers)
+			ns := createCachedObjects(t, tc.withMyApp)
+			cmMeta := &metav1.PartialObjectMetadata{}
+			cmMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+			ctx := context.Background()
+			key := client.ObjectKey{Namespace: ns, Name: "cached"}
+			testenv.Eventually(t, 30*time.Second, func() error {
+				if err := m.GetCache().Get(ctx, key, cmMeta); err != nil {
+					return err
+				}
+				if len(cmMeta.Labels)+len(cmMeta.Annotations) > 0 || cmMeta.ResourceVersion == "" {
+					return fmt.Errorf("cached ConfigMap metadata keeps labels %v annotations %v resourceVersion %q; want only its identity",
+						cmMeta.Labels, cmMeta.Annotations, cmMeta.ResourceVersion)
+				}
+				return nil
+			})
+			objects := map[string]client.Object{"Deployment": &appsv1.Deployment{}, "Service": &corev1.Service{},
+				"MyApp": &v1alpha1.MyApp{}, "VerticalScaler": &v1alpha1.VerticalScaler{}, "ConfigMap": cmMeta}
+			for kind, keep := range tc.keep {
+				obj := objects[kind]
+				testenv.Eventually(t, 30*time.Second, func() error {
+					if err := m.GetCache().Get(ctx, key, obj); err != nil {
+						return err
+					}
+					if has := len(obj.GetManagedFields()) > 0; has != keep {
+						return fmt.Errorf("%s in the cache has managedFields %v, want %v", kind, has, keep)
+					}
+					return nil
+				})
+			}
+		})
+	}
+}
+
+// createCachedObjects creates, in a new namespace, a VerticalScaler, a ConfigMap with labels
+// and annotations, and either a MyApp or a Deployment; all named "cached". It returns the
+// namespace.
+func createCachedObjects(t *testing.T, withMyApp bool) string {
+	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cache-"}}
 	if err := env.Client.Create(ctx, ns); err != nil {
@@ -34,42 +84,24 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 		Labels:      map[string]string{"team": "blue"},
 		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"k":"v"}}`}},
 		Data: map[string]string{"k": "v"}}
-	for _, obj := range []client.Object{app, vs, cm} {
+	labels := map[string]string{"app": "cached"}
+	var deployment client.Object = &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "cached"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+	if withMyApp {
+		deployment = app
+	}
+	for _, obj := range []client.Object{deployment, vs, cm} {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cmMeta := &metav1.PartialObjectMetadata{}
-	cmMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	key := client.ObjectKey{Namespace: ns.Name, Name: "cached"}
-	testenv.Eventually(t, 30*time.Second, func() error {
-		if err := m.GetCache().Get(ctx, key, cmMeta); err != nil {
-			return err
-		}
-		if len(cmMeta.Labels)+len(cmMeta.Annotations) > 0 || cmMeta.ResourceVersion == "" {
-			return fmt.Errorf("cached ConfigMap metadata keeps labels %v annotations %v resourceVersion %q; want only its identity",
-				cmMeta.Labels, cmMeta.Annotations, cmMeta.ResourceVersion)
-		}
-		return nil
-	})
-	for _, tc := range []struct {
-		obj  client.Object
-		keep bool
-	}{
-		{&appsv1.Deployment{}, true},
-		{&corev1.Service{}, true},
-		{&v1alpha1.MyApp{}, false},
-		{&v1alpha1.VerticalScaler{}, false},
-		{cmMeta, false},
-	} {
-		testenv.Eventually(t, 30*time.Second, func() error {
-			if err := m.GetCache().Get(ctx, key, tc.obj); err != nil {
-				return err
-			}
-			if has := len(tc.obj.GetManagedFields()) > 0; has != tc.keep {
-				return fmt.Errorf("%T in the cache has managedFields %v, want %v", tc.obj, has, tc.keep)
-			}
-			return nil
-		})
-	}
+	return ns.Name
 }

@@ -208,14 +208,20 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 }
 
 // cacheOptions decides, per kind the selected controllers watch, what the cache keeps. Only
-// those kinds are named: naming a kind makes the cache look it up at start, and the CRD of a
-// controller that is not selected need not be installed.
+// the kinds it transforms are named: naming a kind makes the cache look it up at start, and
+// the CRD of a controller that is not selected need not be installed.
 func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Controller) cache.Options {
+	keepManagedFields := map[string]bool{}
+	for _, c := range selected {
+		for _, obj := range c.ReadsManagedFieldsOf {
+			keepManagedFields[kindOf(obj)] = true
+		}
+	}
 	byObject := map[client.Object]cache.ByObject{}
 	seen := map[string]bool{}
 	for _, c := range selected {
 		for _, obj := range c.watchedObjects() {
-			transform := cacheTransform(obj)
+			transform := cacheTransform(obj, keepManagedFields[kindOf(obj)])
 			if transform == nil || seen[kindOf(obj)] {
 				continue
 			}
@@ -231,21 +237,17 @@ func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Co
 }
 
 // cacheTransform returns what the cache does to an object of obj's kind before storing it, or
-// nil to store it whole. The controllers that write Deployments and Services read their own
-// managed fields back (client-go's Extract helpers) to see whether an apply would change
-// anything, so those kinds keep them; nothing reads the managed fields of MyApps and
-// VerticalScalers, so they are stripped to save memory. ConfigMaps are cached as metadata and
-// keep only their identity: see configMapIdentity.
-func cacheTransform(obj client.Object) toolscache.TransformFunc {
-	switch o := obj.(type) {
-	case *v1alpha1.MyApp, *v1alpha1.VerticalScaler:
-		return cache.TransformStripManagedFields()
-	case *metav1.PartialObjectMetadata:
-		if o.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("ConfigMap") {
-			return configMapIdentity
-		}
+// nil to store it whole. ConfigMaps are cached as metadata and keep only their identity (see
+// configMapIdentity). Other kinds lose their managed fields unless keepManagedFields, when a
+// selected controller reads them back.
+func cacheTransform(obj client.Object, keepManagedFields bool) toolscache.TransformFunc {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok && m.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("ConfigMap") {
+		return configMapIdentity
 	}
-	return nil
+	if keepManagedFields {
+		return nil
+	}
+	return cache.TransformStripManagedFields()
 }
 
 // configMapIdentity keeps of a ConfigMap's metadata only what the configmapwatcher uses: its

@@ -9,13 +9,16 @@ import (
 
 // TestCacheNamesOnlySelectedKinds: the cache looks up every kind it is configured for at start,
 // so a manager running the configmapwatcher alone must not need the MyApp or VerticalScaler CRD.
+// Deployments are named (to strip their managed fields) only when no selected controller reads
+// them.
 func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 	for _, tc := range []struct {
 		controllers string
 		want        []string
 	}{
 		{"*", []string{"ConfigMap", "MyApp", "VerticalScaler"}},
-		{"configmapwatcher", []string{"ConfigMap"}},
+		{"configmapwatcher", []string{"ConfigMap", "Deployment"}},
+		{"configmapwatcher,myapp", []string{"ConfigMap", "MyApp"}},
 		{"myapp", []string{"MyApp"}},
 		{"verticalscaler", []string{"VerticalScaler"}},
 	} {

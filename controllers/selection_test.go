@@ -106,6 +106,17 @@ func TestTableIsWellFormed(t *testing.T) {
 		if c.For == nil || c.Setup == nil {
 			t.Errorf("controller %q has no primary kind or no setup function", c.Name)
 		}
+		watched := map[string]bool{}
+		for _, obj := range c.watchedObjects() {
+			watched[kindOf(obj)] = true
+		}
+		for _, obj := range c.ReadsManagedFieldsOf {
+			// The cache keeps managed fields per watched kind; reading them of another kind
+			// would find none.
+			if !watched[kindOf(obj)] {
+				t.Errorf("controller %q reads the managed fields of %s, which it does not watch", c.Name, kindOf(obj))
+			}
+		}
 	}
 	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher"}, Selection{Controllers: Table()}.Names()); diff != "" {
 		t.Errorf("table rows (-want +got):\n%s", diff)

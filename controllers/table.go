@@ -33,6 +33,10 @@ type Controller struct {
 	Indexes []indexers.Index
 	// Sources are the channel sources the controller consumes.
 	Sources []sources.Name
+	// ReadsManagedFieldsOf are the kinds whose managed fields the controller reads back
+	// (client-go's Extract helpers) to see whether an apply would change anything. The cache
+	// strips managed fields from every other kind: a Deployment's can be several KiB.
+	ReadsManagedFieldsOf []client.Object
 	// Setup builds the controller and adds it to the manager.
 	Setup func(mgr ctrl.Manager, opts SetupOptions) error
 }
@@ -67,7 +71,8 @@ func Table() []Controller {
 				{Object: &appsv1.Deployment{}, How: "owns"},
 				{Object: &corev1.Service{}, How: "owns"},
 			},
-			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
+			Sources:              []sources.Name{sources.Periodic, sources.HTTPTrigger},
+			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
 				r := &myapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(myapp.ControllerName)}
 				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
@@ -80,8 +85,9 @@ func Table() []Controller {
 			Watches: []Watch{
 				{Object: &appsv1.Deployment{}, How: "maps"},
 			},
-			Indexes: []indexers.Index{indexers.VerticalScalerByDeploymentName},
-			Sources: []sources.Name{sources.Periodic, sources.Metrics, sources.HTTPTrigger},
+			Indexes:              []indexers.Index{indexers.VerticalScalerByDeploymentName},
+			Sources:              []sources.Name{sources.Periodic, sources.Metrics, sources.HTTPTrigger},
+			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
 				r := &verticalscaler.Reconciler{Client: mgr.GetClient()}
 				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
