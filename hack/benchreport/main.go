@@ -97,12 +97,17 @@ func parse(r io.Reader) ([]Row, bool, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "--- FAIL") {
+		// go test prints a benchmark's name before running it, so a failing run reads
+		// "BenchmarkX-2  --- FAIL: BenchmarkX", with no figures.
+		if strings.HasPrefix(line, "FAIL") || strings.Contains(line, "--- FAIL") {
 			failed = true
 		}
 		fields := strings.Fields(line)
 		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
 			continue
+		}
+		if _, err := strconv.Atoi(fields[1]); err != nil {
+			continue // not a result line
 		}
 		name := trimProcs(fields[0])
 		// fields[1] is the iteration count; then value/unit pairs.

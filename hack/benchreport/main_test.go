@@ -45,9 +45,29 @@ ok  	github.com/example/switchboard/controllers/myapp	23.594s
 }
 
 func TestParseNoticesFailure(t *testing.T) {
-	_, failed, err := parse(strings.NewReader("--- FAIL: BenchmarkConvergence\nFAIL\tpkg\t1s\n"))
-	if err != nil || !failed {
-		t.Errorf("failed %v err %v, want a failure noticed", failed, err)
+	for name, output := range map[string]string{
+		"package failed": "--- FAIL: BenchmarkConvergence\nFAIL\tpkg\t1s\n",
+		// One run of three failed: the others are still reported.
+		"run failed": "BenchmarkOne-2 \t 1\t 10 ns/op\t 1.000 reconciles/update\n" +
+			"BenchmarkOne-2 \t--- FAIL: BenchmarkOne\n    bench_test.go:151: 10000 reconciles, want 1\n--- FAIL: BenchmarkOne-2\n" +
+			"BenchmarkOne-2 \t 1\t 12 ns/op\t 1.000 reconciles/update\n",
+	} {
+		rows, failed, err := parse(strings.NewReader(output))
+		if err != nil || !failed {
+			t.Errorf("%s: failed %v err %v, want a failure noticed", name, failed, err)
+		}
+		if name != "run failed" {
+			continue
+		}
+		var runs []float64
+		for _, r := range rows {
+			if r.Unit == "reconciles/update" {
+				runs = r.Runs
+			}
+		}
+		if diff := cmp.Diff([]float64{1, 1}, runs); diff != "" {
+			t.Errorf("%s: runs of the passing benchmarks (-want +got):\n%s", name, diff)
+		}
 	}
 }
 
