@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"mime"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	certutil "k8s.io/client-go/util/cert"
@@ -156,6 +158,9 @@ func (h HTTPTriggerServer) serve(ctx context.Context, ln net.Listener, p *Produc
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    16 << 10,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// net/http writes what goes wrong with a connection (a failed TLS handshake, ...)
+		// to the standard logger: send it through the manager's, so the logs stay JSON.
+		ErrorLog: stdlog.New(serverErrors{log}, "", 0),
 	}
 	stopped := make(chan error, 1)
 	go func() {
@@ -169,6 +174,15 @@ func (h HTTPTriggerServer) serve(ctx context.Context, ln net.Listener, p *Produc
 		return fmt.Errorf("HTTP trigger: %w", err)
 	}
 	return <-stopped
+}
+
+// serverErrors writes each line net/http logs as a debug line of the manager's logger: they
+// are about callers (a client that gave up during the TLS handshake), not the manager.
+type serverErrors struct{ log logr.Logger }
+
+func (w serverErrors) Write(p []byte) (int, error) {
+	w.log.V(1).Info("HTTP trigger connection error", "error", strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // Handler returns the trigger's HTTP handler, which sends through p.

@@ -8,19 +8,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 const triggerToken = "s3cret-token"
@@ -327,3 +332,62 @@ func TestHTTPTriggerWithoutTokenDoesNotListen(t *testing.T) {
 		t.Error("listened without a token")
 	}
 }
+
+// TestHTTPTriggerConnectionErrorsGoToTheLogger: what net/http reports about a connection (here
+// plain HTTP sent to the TLS port) goes through the manager's logger, not to the standard
+// logger, whose lines would break the manager's JSON logs.
+func TestHTTPTriggerConnectionErrorsGoToTheLogger(t *testing.T) {
+	var mu sync.Mutex
+	var logged []string
+	var std bytes.Buffer
+	stdlog.SetOutput(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return std.Write(p)
+	}))
+	t.Cleanup(func() { stdlog.SetOutput(os.Stderr) })
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, args)
+	}, funcr.Options{Verbosity: 1})
+
+	h := HTTPTriggerServer{BindAddress: "127.0.0.1:0", Token: []byte(triggerToken), Secure: true}
+	ctx, cancel := context.WithCancel(logf.IntoContext(context.Background(), logger))
+	defer cancel()
+	ln, err := h.listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = h.serve(ctx, ln, newTestRegistry(t, 1).Producer(HTTPTrigger)) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	_, _ = io.Copy(io.Discard, conn) // until the server closes the connection
+	conn.Close()
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		found := slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, "TLS handshake error") })
+		mu.Unlock()
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no TLS handshake error logged through the logger; logged %q", logged)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if std.Len() > 0 {
+		t.Errorf("written to the standard logger: %q", std.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -78,7 +79,13 @@ func (e *Env) Stop() error { return e.env.Stop() }
 
 // Main is a TestMain body: it starts the control plane, runs the tests, and stops it.
 func Main(m *testing.M, env **Env) int {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	logs, closeLogs, err := logOutput()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer closeLogs()
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logs), zap.Level(zapLevel())))
 	e, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -90,6 +97,23 @@ func Main(m *testing.M, env **Env) int {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 	}
 	return code
+}
+
+// logOutput is where the managers of the tests log: stderr, except under -bench. go test prints
+// a benchmark's result line in two parts, its name before the run and its figures after, so
+// a log line written during the run splits it and hack/benchreport loses that run; there the
+// logs go to a file, whose path is printed first.
+func logOutput() (io.Writer, func(), error) {
+	flag.Parse()
+	if bench := flag.Lookup("test.bench"); bench == nil || bench.Value.String() == "" {
+		return os.Stderr, func() {}, nil
+	}
+	f, err := os.CreateTemp("", "switchboard-bench-*.log")
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the benchmark log file: %w", err)
+	}
+	fmt.Println("manager logs of the benchmarks:", f.Name())
+	return f, func() { f.Close() }, nil
 }
 
 // zapLevel keeps test output short unless SWITCHBOARD_TEST_LOG=debug.
