@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -21,6 +20,7 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/indexers"
+	"github.com/example/switchboard/internal/testutil"
 )
 
 // env is the control plane of the all-controllers suite.
@@ -28,17 +28,6 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, &env))
-}
-
-// freeAddress returns a loopback address with a free port.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // readyChecks returns the names of the checks /readyz?verbose reports once every one passes.
@@ -77,7 +66,7 @@ func TestReadinessCheckPerEnabledController(t *testing.T) {
 		{"verticalscaler", []string{"verticalscaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
-			addr := freeAddress(t)
+			addr := testutil.FreeAddress(t)
 			m := env.StartManager(t, "--controllers="+tc.controllers, "--health-probe-bind-address="+addr)
 			if diff := cmp.Diff(tc.want, readyChecks(t, addr)); diff != "" {
 				t.Errorf("readiness checks (-want +got):\n%s", diff)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testutil"
 )
 
 // TestSecureMetricsAuthenticatesAndAuthorizes scrapes the default metrics endpoint (HTTPS,
@@ -35,7 +36,7 @@ func TestSecureMetricsAuthenticatesAndAuthorizes(t *testing.T) {
 	forbidden := serviceAccountToken(t, cs, ns, "stranger")
 	grantMetricsReader(t, cs, ns, "prometheus")
 
-	addr := freeAddress(t)
+	addr := testutil.FreeAddress(t)
 	env.StartManager(t, "--controllers=configmapwatcher", "--metrics-bind-address="+addr)
 	// The manager serves a self-signed certificate unless given one.
 	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,6 +33,7 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testutil"
 )
 
 // BenchmarkMemoryAndLatency measures the manager as a separate process (built from main.go as
@@ -208,12 +208,7 @@ type managerProcess struct {
 
 func startManagerProcess(b *testing.B, bin, kubeconfig string) *managerProcess {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testutil.FreeAddress(b)
 	logFile, err := os.Create(filepath.Join(b.TempDir(), "manager.log"))
 	if err != nil {
 		b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/internal/testutil"
 )
 
 // The names the shipped manifests give the manager.
@@ -135,13 +135,13 @@ type managerProcess struct {
 // manager reads it from the ServiceAccount's files). extra flags come last and win.
 func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extra ...string) *managerProcess {
 	t.Helper()
-	probes := freeAddress(t)
+	probes := testutil.FreeAddress(t)
 	args := append([]string{}, deploymentArgs...)
 	args = append(args,
 		"--kubeconfig="+kubeconfig,
 		"--leader-election-namespace="+managerNamespace,
 		"--health-probe-bind-address="+probes,
-		"--metrics-bind-address="+freeAddress(t),
+		"--metrics-bind-address="+testutil.FreeAddress(t),
 	)
 	logDir := os.Getenv("SWITCHBOARD_E2E_LOG_DIR")
 	if logDir != "" {
@@ -237,17 +237,6 @@ func (p *managerProcess) ready() bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// freeAddress returns a loopback address with a port free at the time of the call.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // clientAs returns a client that authenticates with cfg.
 func clientAs(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
@@ -258,20 +247,11 @@ func clientAs(t *testing.T, cfg *rest.Config) client.Client {
 	return c
 }
 
-// eventually polls check until it returns nil or timeout passes.
+// eventually polls check until it returns nil or timeout passes; four times a second, not
+// faster, because checks list objects of a cluster that also runs the controllers under test.
 func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %s: %v", timeout, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	testutil.Poll(t, timeout, 250*time.Millisecond, check)
 }
 
 // createMyApp creates a MyApp running nginx:1.27.

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/internal/testutil"
 )
 
 // Env is a running control plane.
@@ -197,17 +198,7 @@ func BenchSetting(name string, def int) int {
 // timeout passes first.
 func Eventually(t testing.TB, timeout time.Duration, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Poll(t, timeout, 50*time.Millisecond, check)
 }
 
 // Clientset returns a typed clientset for the admin, for what the controller-runtime client
