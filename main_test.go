@@ -79,7 +79,7 @@ func TestListControllers(t *testing.T) {
 		"NAME", "DEFAULT", "INDEXES", "SOURCES", "WATCHES",
 		"myapp", "MyApp", "Deployment (owns), Service (owns)",
 		"verticalscaler", "VerticalScaler:spec.deploymentName",
-		"configmapwatcher", "ConfigMap (metadata)", "Deployment:spec.template.configMaps",
+		"configmapwatcher", "ConfigMap (uncached)", "Deployment:spec.template.configMaps",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--list-controllers output does not contain %q:\n%s", want, stdout)

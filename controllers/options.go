@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -221,7 +219,7 @@ func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Co
 	seen := map[string]bool{}
 	for _, c := range selected {
 		for _, obj := range c.watchedObjects() {
-			transform := cacheTransform(obj, keepManagedFields[kindOf(obj)])
+			transform := cacheTransform(keepManagedFields[kindOf(obj)])
 			if transform == nil || seen[kindOf(obj)] {
 				continue
 			}
@@ -237,42 +235,11 @@ func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Co
 }
 
 // cacheTransform returns what the cache does to an object of obj's kind before storing it, or
-// nil to store it whole. ConfigMaps are cached as metadata and keep only their identity (see
-// configMapIdentity). Other kinds lose their managed fields unless keepManagedFields, when a
+// nil to store it whole: objects lose their managed fields unless keepManagedFields, when a
 // selected controller reads them back.
-func cacheTransform(obj client.Object, keepManagedFields bool) toolscache.TransformFunc {
-	if m, ok := obj.(*metav1.PartialObjectMetadata); ok && m.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("ConfigMap") {
-		return configMapIdentity
-	}
+func cacheTransform(keepManagedFields bool) toolscache.TransformFunc {
 	if keepManagedFields {
 		return nil
 	}
 	return cache.TransformStripManagedFields()
-}
-
-// configMapIdentity keeps of a ConfigMap's metadata only what the configmapwatcher uses: its
-// name and namespace (to map it to Deployments) and its resourceVersion (to notice a change).
-// Labels and annotations go: `kubectl apply` copies the whole ConfigMap, data included, into
-// an annotation, which would otherwise put every ConfigMap's data back in the cache.
-func configMapIdentity(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
-	}
-	return &metav1.PartialObjectMetadata{
-		TypeMeta: m.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              m.Name,
-			Namespace:         m.Namespace,
-			UID:               m.UID,
-			ResourceVersion:   m.ResourceVersion,
-			DeletionTimestamp: m.DeletionTimestamp,
-		},
-	}, nil
-}
-
-// configMapMetadata is the object of the metadata-only ConfigMap watch: the configmapwatcher
-// needs to know that a ConfigMap changed, not its data, so the cache never holds ConfigMap data.
-func configMapMetadata() client.Object {
-	return metadataOnly(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 }

@@ -16,9 +16,9 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 		controllers string
 		want        []string
 	}{
-		{"*", []string{"ConfigMap", "MyApp", "VerticalScaler"}},
-		{"configmapwatcher", []string{"ConfigMap", "Deployment"}},
-		{"configmapwatcher,myapp", []string{"ConfigMap", "MyApp"}},
+		{"*", []string{"MyApp", "VerticalScaler"}},
+		{"configmapwatcher", []string{"Deployment"}},
+		{"configmapwatcher,myapp", []string{"MyApp"}},
 		{"myapp", []string{"MyApp"}},
 		{"verticalscaler", []string{"VerticalScaler"}},
 	} {

@@ -46,8 +46,8 @@ type Watch struct {
 	// Object is an instance of the kind: a typed object, or a PartialObjectMetadata with its
 	// kind set for a metadata-only watch.
 	Object client.Object
-	// How is "owns", "maps" (through a map function) or "metadata" (a metadata-only watch
-	// through a map function).
+	// How is "owns", "maps" (through a map function), or "uncached": a metadata-only watch
+	// the controller runs itself, outside the cache, that stores nothing.
 	How string
 }
 
@@ -55,6 +55,8 @@ type Watch struct {
 type SetupOptions struct {
 	// Controller carries the controller's concurrency.
 	Controller controller.Options
+	// Namespaces are the namespaces the manager is limited to; nil for every namespace.
+	Namespaces []string
 	// Triggers are the channels of the sources the controller consumes, in the order of its
 	// row's Sources; never nil.
 	Triggers []<-chan event.GenericEvent
@@ -98,18 +100,21 @@ func Table() []Controller {
 			EnabledByDefault: true,
 			For:              &appsv1.Deployment{},
 			Watches: []Watch{
-				{Object: configMapMetadata(), How: "metadata"},
+				{Object: metadataOnly(corev1.SchemeGroupVersion.WithKind("ConfigMap")), How: uncached},
 			},
 			Indexes: []indexers.Index{indexers.DeploymentByConfigMap},
 			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
 				r := &configmapwatcher.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 					Recorder: mgr.GetEventRecorder(configmapwatcher.ControllerName)}
-				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
+				return r.SetupWithManager(mgr, opts.Controller, opts.Namespaces, opts.Triggers...)
 			},
 		},
 	}
 }
+
+// uncached is the How of a watch that does not go through the manager's cache.
+const uncached = "uncached"
 
 // metadataOnly returns the object of a metadata-only watch of gvk.
 func metadataOnly(gvk schema.GroupVersionKind) client.Object {

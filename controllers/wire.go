@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -37,9 +39,14 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	if err != nil {
 		return err
 	}
+	namespaces, err := o.namespaces()
+	if err != nil {
+		return err
+	}
 	for _, c := range sel.Controllers {
 		opts := SetupOptions{
 			Controller: controller.Options{MaxConcurrentReconciles: max(1, sel.Concurrency[c.Name])},
+			Namespaces: slices.Sorted(maps.Keys(namespaces)),
 			Triggers:   subscribe(registry, c, o),
 		}
 		if err := c.Setup(mgr, opts); err != nil {
@@ -179,11 +186,13 @@ func listFor(mgr ctrl.Manager, obj client.Object) (func() client.ObjectList, err
 	}, nil
 }
 
-// watchedObjects returns the primary kind and every watched kind.
+// watchedObjects returns the primary kind and every kind watched through the cache.
 func (c Controller) watchedObjects() []client.Object {
 	objs := []client.Object{c.For}
 	for _, w := range c.Watches {
-		objs = append(objs, w.Object)
+		if w.How != uncached {
+			objs = append(objs, w.Object)
+		}
 	}
 	return objs
 }

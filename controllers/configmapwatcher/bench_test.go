@@ -3,7 +3,6 @@ package configmapwatcher_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -43,15 +42,13 @@ import (
 // Per size it reports the manager's VmRSS and VmHWM from /proc/PID/status (and RssAnon,
 // RssFile, and the Go heap in use from its /metrics) once it has reconciled every Deployment
 // and stayed idle for 5 s; the VmRSS of hack/memfloor, a controller-runtime manager that
-// caches the same objects and does nothing else, measured the same way; and the latency from
+// caches the same objects (Deployments) and does nothing else, measured the same way; and the latency from
 // a ConfigMap update returning to a watch seeing the Deployment's Pod template change, over
-// SWITCHBOARD_BENCH_UPDATES updates (default 50). SWITCHBOARD_BENCH_LAST_APPLIED=1 gives every
-// ConfigMap the last-applied-configuration annotation that `kubectl apply` writes.
+// SWITCHBOARD_BENCH_UPDATES updates (default 50).
 func BenchmarkMemoryAndLatency(b *testing.B) {
 	deployments := testenv.BenchSetting("SWITCHBOARD_BENCH_DEPLOYMENTS", 500)
 	updates := testenv.BenchSetting("SWITCHBOARD_BENCH_UPDATES", 50)
 	sizes := []int{2000, 10000}
-	lastApplied := os.Getenv("SWITCHBOARD_BENCH_LAST_APPLIED") != ""
 	if os.Getenv("SWITCHBOARD_BENCH_SMOKE") != "" {
 		deployments, updates, sizes = 20, 5, []int{50, 100}
 	}
@@ -66,7 +63,7 @@ func BenchmarkMemoryAndLatency(b *testing.B) {
 	created := 0
 	for _, size := range sizes {
 		b.Run(fmt.Sprintf("configmaps=%d", size), func(b *testing.B) {
-			createConfigMaps(b, c, ns, created, size, lastApplied)
+			createConfigMaps(b, c, ns, created, size)
 			created = max(created, size)
 			// New Deployments at every size, without a config hash: each manager measured
 			// has rolled every one of them, not only the first.
@@ -159,9 +156,8 @@ func payload() string {
 	return sb.String()
 }
 
-// createConfigMaps creates cm-from .. cm-(to-1) with 8 workers; with lastApplied, each carries
-// the annotation kubectl apply writes.
-func createConfigMaps(b *testing.B, c client.Client, ns string, from, to int, lastApplied bool) {
+// createConfigMaps creates cm-from .. cm-(to-1) with 8 workers.
+func createConfigMaps(b *testing.B, c client.Client, ns string, from, to int) {
 	b.Helper()
 	work := make(chan int)
 	errs := make(chan error, 8)
@@ -170,12 +166,6 @@ func createConfigMaps(b *testing.B, c client.Client, ns string, from, to int, la
 		wg.Go(func() {
 			for i := range work {
 				cm := configMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"payload": payload()})
-				if lastApplied {
-					// What `kubectl apply` leaves: the whole object, data included, in an
-					// annotation, which a metadata-only cache keeps.
-					applied, _ := json.Marshal(cm)
-					cm.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(applied)}
-				}
 				if err := c.Create(context.Background(), cm); err != nil && !apierrors.IsAlreadyExists(err) {
 					errs <- err
 					return

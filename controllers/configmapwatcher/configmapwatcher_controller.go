@@ -8,9 +8,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,23 +41,27 @@ const ReasonConfigMapMissing = "ConfigMapMissing"
 // Reconciler reconciles opted-in Deployments.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads ConfigMaps from the API server: the cache holds only their metadata.
+	// APIReader reads ConfigMaps from the API server: the cache holds none.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 }
 
-// SetupWithManager adds the controller to mgr; each trigger is a channel source whose events
-// name Deployments to reconcile.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, triggers ...<-chan event.GenericEvent) error {
-	configMaps := &metav1.PartialObjectMetadata{}
-	configMaps.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+// SetupWithManager adds the controller to mgr. It watches the ConfigMaps of namespaces (none
+// for every namespace) without caching them; each trigger is a channel source whose events name
+// Deployments to reconcile.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, namespaces []string, triggers ...<-chan event.GenericEvent) error {
+	configMapClient, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("creating the ConfigMap metadata client: %w", err)
+	}
+	changes := newConfigMapChanges(r, configMapClient, namespaces,
+		mgr.GetLogger().WithValues("controller", ControllerName))
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).
 		For(&appsv1.Deployment{}, builder.WithPredicates(optedIn(), predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WatchesMetadata(configMaps, handler.EnqueueRequestsFromMapFunc(r.deploymentsFor),
-			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+		WatchesRawSource(changes)
 	for _, trigger := range triggers {
 		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
 	}
@@ -93,6 +97,22 @@ func (r *Reconciler) deploymentsFor(ctx context.Context, obj client.Object) []re
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
+}
+
+// optedInDeployments lists the requests of every opted-in Deployment of namespace ("" for all)
+// that references a ConfigMap.
+func (r *Reconciler) optedInDeployments(ctx context.Context, namespace string) ([]reconcile.Request, error) {
+	var list appsv1.DeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Deployments: %w", err)
+	}
+	var requests []reconcile.Request
+	for i := range list.Items {
+		if len(indexers.DeploymentConfigMaps(&list.Items[i])) > 0 {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return requests, nil
 }
 
 // Reconcile sets an opted-in Deployment's config hash from the data of the ConfigMaps it uses.
