@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -187,6 +188,9 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 		BindAddress:   o.MetricsBindAddress,
 		SecureServing: o.SecureMetrics,
 		TLSOpts:       tlsOpts,
+		// Uncompressed: the page is some tens of KiB, while each gzip writer the handler keeps
+		// pooled between scrapes holds about 1 MiB of compression tables.
+		HandlerOpts: []func(*promhttp.HandlerOpts){func(h *promhttp.HandlerOpts) { h.DisableCompression = true }},
 	}
 	if o.SecureMetrics {
 		metrics.FilterProvider = metricsauth.Filter

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // TestCacheNamesOnlySelectedKinds: the cache looks up every kind it is configured for at start,
@@ -38,5 +39,22 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 				t.Errorf("kinds configured in the cache (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMetricsUncompressed: the metrics handler never gzips, so no scrape leaves a pooled gzip
+// writer (about 1 MiB of compression tables) in the manager's heap.
+func TestMetricsUncompressed(t *testing.T) {
+	o := NewOptions()
+	sel, err := o.Resolve(Table())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h promhttp.HandlerOpts
+	for _, apply := range o.ManagerOptions(NewScheme(), sel).Metrics.HandlerOpts {
+		apply(&h)
+	}
+	if !h.DisableCompression {
+		t.Error("metrics handler compression is on, want off")
 	}
 }

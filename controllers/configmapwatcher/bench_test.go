@@ -35,22 +35,30 @@ import (
 	"github.com/example/switchboard/internal/testutil"
 )
 
+// forcedGCPeriod is how often, at the least, the Go runtime collects garbage (its forcegcperiod):
+// a manager that idles this long has dropped the garbage of its start.
+const forcedGCPeriod = 2 * time.Minute
+
 // BenchmarkMemoryAndLatency measures the manager as a separate process (built from main.go as
 // `make build` builds it, only the configmapwatcher enabled) on the envtest control plane:
 // SWITCHBOARD_BENCH_DEPLOYMENTS opted-in Deployments (default 500), each using one ConfigMap,
 // among 2,000 and then 10,000 ConfigMaps of 2 KiB of data each (a sub-benchmark per size).
-// Per size it reports the manager's VmRSS and VmHWM from /proc/PID/status (and RssAnon,
-// RssFile, and the Go heap in use from its /metrics) once it has reconciled every Deployment
-// and stayed idle for 5 s; the VmRSS of hack/memfloor, a controller-runtime manager that
-// caches the same objects (Deployments) and does nothing else, measured the same way; and the latency from
-// a ConfigMap update returning to a watch seeing the Deployment's Pod template change, over
-// SWITCHBOARD_BENCH_UPDATES updates (default 50).
+// Per size it reports the manager's VmRSS once it has reconciled every Deployment and stayed
+// idle for 5 s (busy-VmRSS), and, settled, after it has idled for forcedGCPeriod more, so that
+// the runtime's periodic GC has dropped the garbage of the start: VmRSS, VmHWM, RssAnon and
+// RssFile from /proc/PID/status and the Go heap in use from its /metrics. In the same idle
+// period it runs hack/memfloor, a controller-runtime manager that caches the same objects
+// (Deployments) and does nothing else, and reports its VmRSS (floor-VmRSS). Then it measures
+// the latency from a ConfigMap update returning to a watch seeing the Deployment's Pod template
+// change, over SWITCHBOARD_BENCH_UPDATES updates (default 50). From the second size on it also
+// reports the growth of RssAnon per extra ConfigMap since the previous size.
 func BenchmarkMemoryAndLatency(b *testing.B) {
 	deployments := testenv.BenchSetting("SWITCHBOARD_BENCH_DEPLOYMENTS", 500)
 	updates := testenv.BenchSetting("SWITCHBOARD_BENCH_UPDATES", 50)
 	sizes := []int{2000, 10000}
+	idle := forcedGCPeriod + 10*time.Second
 	if os.Getenv("SWITCHBOARD_BENCH_SMOKE") != "" {
-		deployments, updates, sizes = 20, 5, []int{50, 100}
+		deployments, updates, sizes, idle = 20, 5, []int{50, 100}, 5*time.Second
 	}
 	bin := buildShipped(b, "github.com/example/switchboard")
 	floorBin := buildShipped(b, "github.com/example/switchboard/hack/memfloor")
@@ -61,6 +69,7 @@ func BenchmarkMemoryAndLatency(b *testing.B) {
 	// run (-count) does not find this run's objects in the cache it measures.
 	b.Cleanup(func() { deleteAll(b, c, ns) })
 	created := 0
+	previous := struct{ size, rssAnon float64 }{}
 	for _, size := range sizes {
 		b.Run(fmt.Sprintf("configmaps=%d", size), func(b *testing.B) {
 			createConfigMaps(b, c, ns, created, size)
@@ -78,18 +87,32 @@ func BenchmarkMemoryAndLatency(b *testing.B) {
 			}
 			m := startManagerProcess(b, bin, kubeconfig)
 			m.waitSettled(b, min(deployments, size))
+			busy := procStatus(b, m.cmd.Process.Pid, "VmRSS")["VmRSS"]
+			floor := startFloor(b, floorBin, kubeconfig)
+			idleFrom := time.Now()
+			time.Sleep(idle)
 			mem := procStatus(b, m.cmd.Process.Pid, "VmRSS", "VmHWM", "RssAnon", "RssFile")
+			floorRSS := procStatus(b, floor.Process.Pid, "VmRSS")["VmRSS"]
+			stopProcess(floor)
 			heap, err := m.metrics()
 			if err != nil {
 				b.Fatal(err)
 			}
+			if lastGC := heap["go_memstats_last_gc_time_seconds"]; idle >= forcedGCPeriod && lastGC < float64(idleFrom.UnixNano())/1e9 {
+				b.Fatalf("no GC ran in the manager during %s of idling (last at %.0f s): not settled", idle, lastGC)
+			}
 			latencies := measureLatency(b, c, ns, min(deployments, size), updates)
+			b.ReportMetric(busy/(1<<20), "busy-VmRSS-MiB")
 			for _, name := range []string{"VmRSS", "VmHWM", "RssAnon", "RssFile"} {
 				b.ReportMetric(mem[name]/(1<<20), name+"-MiB")
 			}
 			b.ReportMetric(heap["go_memstats_heap_inuse_bytes"]/(1<<20), "heap-inuse-MiB")
-			floor := measureFloor(b, floorBin, kubeconfig)
-			b.ReportMetric(floor/(1<<20), "floor-VmRSS-MiB")
+			if previous.size > 0 {
+				perConfigMap := (mem["RssAnon"] - previous.rssAnon) / (float64(size) - previous.size) / 1024
+				b.ReportMetric(perConfigMap, "KiB/extra-configmap")
+			}
+			previous.size, previous.rssAnon = float64(size), mem["RssAnon"]
+			b.ReportMetric(floorRSS/(1<<20), "floor-VmRSS-MiB")
 			b.ReportMetric(percentile(latencies, 0.5), "p50-ms")
 			b.ReportMetric(percentile(latencies, 0.9), "p90-ms")
 			b.ReportMetric(slices.Max(latencies), "max-ms")
@@ -238,7 +261,7 @@ func (m *managerProcess) metrics() (map[string]float64, error) {
 		return nil, err
 	}
 	out := map[string]float64{}
-	for _, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes"} {
+	for _, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_last_gc_time_seconds"} {
 		for _, s := range families[name].GetMetric() {
 			out[name] += s.GetGauge().GetValue()
 		}
@@ -282,10 +305,9 @@ func (m *managerProcess) waitSettled(b *testing.B, n int) {
 	}
 }
 
-// measureFloor runs hack/memfloor (a controller-runtime manager that caches what the
-// configmapwatcher caches and does nothing else) until it has synced and then idled for 5 s,
-// as the manager does before it is measured, and returns its VmRSS in bytes.
-func measureFloor(b *testing.B, bin, kubeconfig string) float64 {
+// startFloor starts hack/memfloor (a controller-runtime manager that caches what the
+// configmapwatcher caches and does nothing else) and returns once it has synced.
+func startFloor(b *testing.B, bin, kubeconfig string) *exec.Cmd {
 	b.Helper()
 	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig)
 	stdout, err := cmd.StdoutPipe()
@@ -297,16 +319,20 @@ func measureFloor(b *testing.B, bin, kubeconfig string) float64 {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+	b.Cleanup(func() { stopProcess(cmd) })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || line != "synced\n" {
 		b.Fatalf("memfloor did not sync: %q %v\n%s", line, err, stderr.String())
 	}
-	time.Sleep(5 * time.Second)
-	return procStatus(b, cmd.Process.Pid, "VmRSS")["VmRSS"]
+	return cmd
+}
+
+// stopProcess kills cmd's process unless it has already been waited for.
+func stopProcess(cmd *exec.Cmd) {
+	if cmd.ProcessState == nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
 }
 
 // procStatus reads, in bytes, the fields of /proc/PID/status given by name ("VmRSS", "VmHWM",
