@@ -18,7 +18,8 @@ import (
 // TestCacheKeepsManagedFieldsOnlyWhereRead checks the per-kind transform: the kinds whose
 // managed fields a selected controller reads back before applying keep them in the cache (with
 // every controller: Deployments, Services); the others are stored without (MyApps,
-// VerticalScalers, and Deployments when the configmapwatcher runs alone).
+// VerticalScalers, and Deployments when the configmapwatcher runs alone). Deployments are
+// trimmed to what the configmapwatcher reads when it is the only controller watching them.
 func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 	for _, tc := range []struct {
 		controllers string
@@ -26,9 +27,10 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 		// creates; otherwise the test creates a Deployment itself.
 		withMyApp bool
 		keep      map[string]bool // kind -> managed fields kept
+		trimmed   bool            // Deployments trimmed
 	}{
-		{"*", true, map[string]bool{"Deployment": true, "Service": true, "MyApp": false, "VerticalScaler": false}},
-		{"configmapwatcher", false, map[string]bool{"Deployment": false}},
+		{"*", true, map[string]bool{"Deployment": true, "Service": true, "MyApp": false, "VerticalScaler": false}, false},
+		{"configmapwatcher", false, map[string]bool{"Deployment": false}, true},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
 			m := env.StartManager(t, "--controllers="+tc.controllers)
@@ -45,6 +47,9 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 					}
 					if has := len(obj.GetManagedFields()) > 0; has != keep {
 						return fmt.Errorf("%s in the cache has managedFields %v, want %v", kind, has, keep)
+					}
+					if d, ok := obj.(*appsv1.Deployment); ok && (d.Spec.Selector == nil) != tc.trimmed {
+						return fmt.Errorf("Deployment in the cache has selector %v, want trimmed %v", d.Spec.Selector, tc.trimmed)
 					}
 					return nil
 				})

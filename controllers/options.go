@@ -214,20 +214,28 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 // the CRD of a controller that is not selected need not be installed.
 func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Controller) cache.Options {
 	keepManagedFields := map[string]bool{}
+	watchers := map[string]int{}
 	for _, c := range selected {
 		for _, obj := range c.ReadsManagedFieldsOf {
 			keepManagedFields[kindOf(obj)] = true
+		}
+		for _, obj := range c.watchedObjects() {
+			watchers[kindOf(obj)]++
 		}
 	}
 	byObject := map[client.Object]cache.ByObject{}
 	seen := map[string]bool{}
 	for _, c := range selected {
 		for _, obj := range c.watchedObjects() {
-			transform := cacheTransform(keepManagedFields[kindOf(obj)])
-			if transform == nil || seen[kindOf(obj)] {
+			kind := kindOf(obj)
+			transform := cacheTransform(keepManagedFields[kind])
+			if trim := c.trim(kind); trim != nil && watchers[kind] == 1 {
+				transform = trim
+			}
+			if transform == nil || seen[kind] {
 				continue
 			}
-			seen[kindOf(obj)] = true
+			seen[kind] = true
 			byObject[obj] = cache.ByObject{Transform: transform}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -37,6 +38,10 @@ type Controller struct {
 	// (client-go's Extract helpers) to see whether an apply would change anything. The cache
 	// strips managed fields from every other kind: a Deployment's can be several KiB.
 	ReadsManagedFieldsOf []client.Object
+	// Trims keep, of a watched kind, only what the controller reads. The cache applies a trim
+	// only when this is the only selected controller that watches the kind, and the trim then
+	// replaces the managed-fields rule above.
+	Trims []Trim
 	// Setup builds the controller and adds it to the manager.
 	Setup func(mgr ctrl.Manager, opts SetupOptions) error
 }
@@ -49,6 +54,14 @@ type Watch struct {
 	// How is "owns", "maps" (through a map function), or "uncached": a metadata-only watch
 	// the controller runs itself, outside the cache, that stores nothing.
 	How string
+}
+
+// Trim is a cache transform that keeps of the objects of one kind what a controller reads.
+type Trim struct {
+	// Object is an instance of the kind.
+	Object client.Object
+	// Transform returns the trimmed object; it passes objects of other types through.
+	Transform toolscache.TransformFunc
 }
 
 // SetupOptions is what Wire hands a controller's setup function.
@@ -104,6 +117,7 @@ func Table() []Controller {
 			},
 			Indexes: []indexers.Index{indexers.DeploymentByConfigMap},
 			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
+			Trims:   []Trim{{Object: &appsv1.Deployment{}, Transform: configmapwatcher.TrimDeployment}},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
 				r := &configmapwatcher.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 					Recorder: mgr.GetEventRecorder(configmapwatcher.ControllerName)}

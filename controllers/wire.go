@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,6 +196,16 @@ func (c Controller) watchedObjects() []client.Object {
 		}
 	}
 	return objs
+}
+
+// trim returns the controller's trim of kind, or nil.
+func (c Controller) trim(kind string) toolscache.TransformFunc {
+	for _, t := range c.Trims {
+		if kindOf(t.Object) == kind {
+			return t.Transform
+		}
+	}
+	return nil
 }
 
 // kindOf names an object's kind without a scheme: the set kind of a metadata-only object, else

@@ -133,6 +133,63 @@ func ReferencedConfigMaps(spec *corev1.PodSpec) []string {
 	return sortedUnique(names)
 }
 
+// ConfigMapReferencesOnly returns a Pod spec that keeps of spec only what ReferencedConfigMaps
+// reads: the names of the containers, init containers and volumes that reference ConfigMaps,
+// with those references. ReferencedConfigMaps gives the same names for both; a cache can store
+// the smaller one when nothing else reads the Pod spec.
+func ConfigMapReferencesOnly(spec *corev1.PodSpec) corev1.PodSpec {
+	var out corev1.PodSpec
+	out.InitContainers = containerReferences(spec.InitContainers)
+	out.Containers = containerReferences(spec.Containers)
+	for _, volume := range spec.Volumes {
+		kept := corev1.Volume{Name: volume.Name}
+		if volume.ConfigMap != nil {
+			kept.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: volume.ConfigMap.LocalObjectReference}
+		}
+		if volume.Projected != nil {
+			var sources []corev1.VolumeProjection
+			for _, source := range volume.Projected.Sources {
+				if source.ConfigMap != nil {
+					sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+						LocalObjectReference: source.ConfigMap.LocalObjectReference}})
+				}
+			}
+			if sources != nil {
+				kept.Projected = &corev1.ProjectedVolumeSource{Sources: sources}
+			}
+		}
+		if kept.ConfigMap != nil || kept.Projected != nil {
+			out.Volumes = append(out.Volumes, kept)
+		}
+	}
+	return out
+}
+
+// containerReferences keeps, of each container that references a ConfigMap, its name and those
+// references.
+func containerReferences(containers []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for i := range containers {
+		kept := corev1.Container{Name: containers[i].Name}
+		for _, from := range containers[i].EnvFrom {
+			if from.ConfigMapRef != nil {
+				kept.EnvFrom = append(kept.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{
+					LocalObjectReference: from.ConfigMapRef.LocalObjectReference}})
+			}
+		}
+		for _, env := range containers[i].Env {
+			if env.ValueFrom != nil && env.ValueFrom.ConfigMapKeyRef != nil {
+				kept.Env = append(kept.Env, corev1.EnvVar{Name: env.Name, ValueFrom: &corev1.EnvVarSource{
+					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: env.ValueFrom.ConfigMapKeyRef.LocalObjectReference}}})
+			}
+		}
+		if kept.EnvFrom != nil || kept.Env != nil {
+			out = append(out, kept)
+		}
+	}
+	return out
+}
+
 func sortedUnique(names []string) []string {
 	if len(names) == 0 {
 		return nil

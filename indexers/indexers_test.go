@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,6 +110,43 @@ func TestReferencedConfigMaps(t *testing.T) {
 	}
 	if got := ReferencedConfigMaps(&corev1.PodSpec{}); got != nil {
 		t.Errorf("empty Pod spec references %v", got)
+	}
+}
+
+// TestConfigMapReferencesOnly: the trimmed Pod spec references the same ConfigMaps and keeps
+// nothing else.
+func TestConfigMapReferencesOnly(t *testing.T) {
+	spec := podSpecUsingEveryReference()
+	spec.Containers[0].Image = "nginx:1.27"
+	spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	spec.Containers = append(spec.Containers, corev1.Container{Name: "sidecar", Image: "envoy:1"})
+	spec.NodeSelector = map[string]string{"zone": "a"}
+	trimmed := ConfigMapReferencesOnly(&spec)
+	if diff := cmp.Diff(ReferencedConfigMaps(&spec), ReferencedConfigMaps(&trimmed)); diff != "" {
+		t.Errorf("referenced ConfigMaps (-original +trimmed):\n%s", diff)
+	}
+	ref := func(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
+	want := corev1.PodSpec{
+		InitContainers: []corev1.Container{{
+			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref("init-envfrom")}}},
+		}},
+		Containers: []corev1.Container{{
+			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref("envfrom")}}},
+			Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("keyref")}}}},
+		}, {
+			Env: []corev1.EnvVar{{Name: "D", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("envfrom")}}}},
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "v1", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: ref("volume")}}},
+			{Name: "v2", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: ref("projected")}},
+			}}}},
+		},
+	}
+	if diff := cmp.Diff(want, trimmed); diff != "" {
+		t.Errorf("trimmed Pod spec (-want +got):\n%s", diff)
 	}
 }
 

@@ -183,3 +183,22 @@ func (r *Reconciler) warnMissing(ctx context.Context, deployment *appsv1.Deploym
 	ctrl.LoggerFrom(ctx).Info("ConfigMap missing; Deployment not rolled", "configMaps", missing)
 	r.Recorder.Eventf(deployment, nil, corev1.EventTypeWarning, ReasonConfigMapMissing, "Roll", "%s", msg)
 }
+
+// TrimDeployment keeps of a Deployment what this controller reads: its metadata without managed
+// fields and, if it opted in, the Pod template's annotations and the ConfigMap references of its
+// Pod spec. The cache stores Deployments so when this is the only selected controller that
+// watches them: a real Deployment's spec and status are several KiB, of which the controller
+// reads a few names.
+func TrimDeployment(obj any) (any, error) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return obj, nil
+	}
+	trimmed := &appsv1.Deployment{TypeMeta: d.TypeMeta, ObjectMeta: d.ObjectMeta}
+	trimmed.ManagedFields = nil
+	if _, optedIn := d.Annotations[v1alpha1.ReloadAnnotation]; optedIn {
+		trimmed.Spec.Template.Annotations = d.Spec.Template.Annotations
+		trimmed.Spec.Template.Spec = indexers.ConfigMapReferencesOnly(&d.Spec.Template.Spec)
+	}
+	return trimmed, nil
+}

@@ -7,7 +7,9 @@
 // through the shared index indexers.DeploymentByConfigMap. The controller keeps nothing of any
 // ConfigMap: the watch (configMapChanges) stores nothing, and the data of the few ConfigMaps a
 // Deployment uses is read from the API server when that Deployment is reconciled. Memory does
-// not grow with the number of ConfigMaps in the cluster.
+// not grow with the number of ConfigMaps in the cluster. When no other selected controller
+// watches Deployments, the cache keeps of each only what this controller reads (TrimDeployment):
+// metadata, the Pod template's annotations and the ConfigMap references.
 //
 // Writes: server-side apply under the field manager "configmapwatcher", owning only the Pod
 // template annotation app.example.com/config-hash, a hash of the referenced ConfigMaps' data
