@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -59,6 +60,9 @@ type Row struct {
 	Runs      []float64 `json:"runs"`
 	Target    string    `json:"target,omitempty"`
 	Status    string    `json:"status"`
+	// NotFinite counts the runs whose value was NaN or infinite: a benchmark bug, left out of
+	// Runs and Median.
+	NotFinite int `json:"notFinite,omitempty"`
 }
 
 // Report is the whole report.
@@ -86,12 +90,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchreport: a benchmark failed (see its output above)")
 		os.Exit(1)
 	}
+	for _, r := range rows {
+		if r.NotFinite > 0 {
+			fmt.Fprintf(os.Stderr, "benchreport: %s %s: %d runs not finite\n", r.Benchmark, r.Unit, r.NotFinite)
+			os.Exit(1)
+		}
+	}
 }
 
 // parse reads benchmark result lines ("BenchmarkX-2  1  123 ns/op  4.0 writes/myapp") and
 // returns one row per benchmark and unit, and whether any package failed.
 func parse(r io.Reader) ([]Row, bool, error) {
 	runs := map[[2]string][]float64{}
+	notFinite := map[[2]string]int{}
 	var order [][2]string
 	failed := false
 	sc := bufio.NewScanner(r)
@@ -120,6 +131,11 @@ func parse(r io.Reader) ([]Row, bool, error) {
 			key := [2]string{name, fields[i+1]}
 			if _, seen := runs[key]; !seen {
 				order = append(order, key)
+				runs[key] = nil
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				notFinite[key]++
+				continue
 			}
 			runs[key] = append(runs[key], v)
 		}
@@ -129,7 +145,9 @@ func parse(r io.Reader) ([]Row, bool, error) {
 	}
 	rows := make([]Row, 0, len(order))
 	for _, key := range order {
-		rows = append(rows, row(key[0], key[1], runs[key]))
+		r := row(key[0], key[1], runs[key])
+		r.NotFinite = notFinite[key]
+		rows = append(rows, r)
 	}
 	return rows, failed, nil
 }
@@ -145,7 +163,12 @@ func trimProcs(name string) string {
 }
 
 func row(benchmark, unit string, runs []float64) Row {
-	r := Row{Benchmark: benchmark, Unit: unit, Median: median(runs), Runs: runs, Status: "measured"}
+	r := Row{Benchmark: benchmark, Unit: unit, Runs: runs, Status: "measured"}
+	if len(runs) == 0 {
+		r.Status = "no result"
+		return r
+	}
+	r.Median = median(runs)
 	for _, t := range targets {
 		if t.Benchmark != benchmark || t.Unit != unit {
 			continue
@@ -241,8 +264,12 @@ func markdown(report Report) string {
 	b.WriteString("Absolute times depend on this machine; ratios are measured against a baseline in the same run.\n\n")
 	b.WriteString("| benchmark | metric | median | runs | target | status | scenario |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range report.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s |\n", r.Benchmark, r.Unit, strconv.FormatFloat(r.Median, 'g', 4, 64),
-			len(r.Runs), orDash(r.Target), r.Status, r.Scenario)
+		runs := strconv.Itoa(len(r.Runs))
+		if r.NotFinite > 0 {
+			runs += fmt.Sprintf(" (+%d not finite, left out)", r.NotFinite)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Benchmark, r.Unit, strconv.FormatFloat(r.Median, 'g', 4, 64),
+			runs, orDash(r.Target), r.Status, r.Scenario)
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -81,5 +82,34 @@ func TestTrimProcs(t *testing.T) {
 		if got := trimProcs(in); got != want {
 			t.Errorf("trimProcs(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestParseLeavesOutNonFiniteValues: a NaN or infinite figure (a benchmark bug) is counted and
+// left out of the median, and the report can still be encoded as JSON.
+func TestParseLeavesOutNonFiniteValues(t *testing.T) {
+	out := "BenchmarkM/size=2-2 \t 1\t 10 ns/op\t 0.5 KiB/extra\n" +
+		"BenchmarkM/size=2-2 \t 1\t 10 ns/op\t +Inf KiB/extra\n" +
+		"BenchmarkM/size=2-2 \t 1\t 10 ns/op\t NaN KiB/extra\n" +
+		"BenchmarkN-2 \t 1\t 10 ns/op\t -Inf x\n"
+	rows, _, err := parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Row{}
+	for _, r := range rows {
+		got[r.Benchmark+" "+r.Unit] = r
+	}
+	want := map[string]Row{
+		"BenchmarkM/size=2 KiB/extra": {Benchmark: "BenchmarkM/size=2", Unit: "KiB/extra", Median: 0.5, Runs: []float64{0.5}, Status: "measured", NotFinite: 2},
+		"BenchmarkN x":                {Benchmark: "BenchmarkN", Unit: "x", Status: "no result", NotFinite: 1},
+	}
+	for key, w := range want {
+		if diff := cmp.Diff(w, got[key]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", key, diff)
+		}
+	}
+	if _, err := json.Marshal(rows); err != nil {
+		t.Errorf("report rows do not encode: %v", err)
 	}
 }
