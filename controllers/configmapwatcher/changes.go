@@ -107,6 +107,9 @@ func (c *configMapChanges) run(ctx context.Context, namespace string, queue work
 	backoff := c.retry
 	for ctx.Err() == nil {
 		rv, err := c.currentResourceVersion(ctx, namespace)
+		if ctx.Err() != nil {
+			return // stopping: the error, if any, is the cancellation
+		}
 		if err != nil {
 			log.Error(err, "Listing ConfigMaps failed; retrying")
 			sleep(ctx, backoff.Step())
@@ -157,6 +160,8 @@ func (c *configMapChanges) follow(ctx context.Context, namespace, rv string, que
 		w, err := c.client.Resource(configMapsResource).Namespace(namespace).Watch(ctx, metav1.ListOptions{
 			ResourceVersion: rv, AllowWatchBookmarks: true})
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return context.Cause(ctx) // stopping
 		case apierrors.IsGone(err) || apierrors.IsResourceExpired(err):
 			return errResourceVersionGone
 		case err != nil:
