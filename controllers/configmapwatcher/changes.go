@@ -54,6 +54,8 @@ type configMapChanges struct {
 	retry wait.Backoff
 	log   logr.Logger
 
+	// started is done for a namespace once its watch has its starting resourceVersion, or once
+	// it stopped before that.
 	started sync.WaitGroup
 }
 
@@ -93,10 +95,13 @@ func (c *configMapChanges) WaitForSync(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		if ctx.Err() != nil {
+			break // the watches stopped with ctx, unsynced
+		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the ConfigMap watch to start: %w", context.Cause(ctx))
 	}
+	return fmt.Errorf("waiting for the ConfigMap watch to start: %w", context.Cause(ctx))
 }
 
 // run watches the ConfigMaps of namespace until ctx ends, starting over from a new list when
@@ -104,6 +109,11 @@ func (c *configMapChanges) WaitForSync(ctx context.Context) error {
 func (c *configMapChanges) run(ctx context.Context, namespace string, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	log := c.log.WithValues("namespace", namespace)
 	first := true
+	defer func() {
+		if first {
+			c.started.Done() // stopped before its starting point: WaitForSync must not hang
+		}
+	}()
 	backoff := c.retry
 	for ctx.Err() == nil {
 		rv, err := c.currentResourceVersion(ctx, namespace)
@@ -162,7 +172,7 @@ func (c *configMapChanges) follow(ctx context.Context, namespace, rv string, que
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return context.Cause(ctx) // stopping
-		case apierrors.IsGone(err) || apierrors.IsResourceExpired(err):
+		case resourceVersionGone(err):
 			return errResourceVersionGone
 		case err != nil:
 			c.log.Error(err, "Watching ConfigMaps failed; retrying", "namespace", namespace)
@@ -200,7 +210,7 @@ func (c *configMapChanges) drain(ctx context.Context, w watch.Interface, rv stri
 			}
 			if ev.Type == watch.Error {
 				err := apierrors.FromObject(ev.Object)
-				if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
+				if resourceVersionGone(err) {
 					return rv, errResourceVersionGone
 				}
 				return rv, err
@@ -218,6 +228,12 @@ func (c *configMapChanges) drain(ctx context.Context, w watch.Interface, rv stri
 			}
 		}
 	}
+}
+
+// resourceVersionGone tells whether err says that the API server no longer has the
+// resourceVersion a watch asked for.
+func resourceVersionGone(err error) bool {
+	return apierrors.IsGone(err) || apierrors.IsResourceExpired(err)
 }
 
 // sleep waits d or until ctx ends.

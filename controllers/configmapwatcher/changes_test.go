@@ -194,3 +194,36 @@ func TestConfigMapChangesWaitsForItsStartingPoint(t *testing.T) {
 	}
 	api.nextWatch(t, "7")
 }
+
+// TestConfigMapChangesStoppedBeforeItsStartingPoint: a source stopped while every list fails
+// reports the stop from WaitForSync, and its watch goroutine ends rather than leaving a waiter
+// behind.
+func TestConfigMapChangesStoppedBeforeItsStartingPoint(t *testing.T) {
+	api := newFakeAPI(t)
+	api.client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("unavailable")
+	})
+	changes := newConfigMapChanges(&Reconciler{}, api.client, nil, logr.Discard())
+	changes.retry = wait.Backoff{Duration: 10 * time.Millisecond, Steps: 1}
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer queue.ShutDown()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := changes.Start(ctx, queue); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if err := changes.WaitForSync(ctx); err == nil {
+		t.Error("WaitForSync returned nil for a source stopped before it started watching")
+	}
+	stopped := make(chan struct{})
+	go func() {
+		changes.started.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Error("the stopped watch never marked itself done")
+	}
+}
