@@ -1,8 +1,8 @@
 // Command memfloor is the floor that BenchmarkMemoryAndLatency (controllers/configmapwatcher)
 // compares the manager's memory to: a controller-runtime manager that caches what the
 // configmapwatcher caches (Deployments; ConfigMaps are watched, not cached) and does nothing
-// else: no controller, no watch, no metrics, no probes. It prints "synced" once its cache has synced and runs
-// until SIGTERM or SIGINT.
+// else: no controller, no watch, no metrics, no probes. It prints "synced" once its cache has
+// synced and runs until SIGTERM or SIGINT.
 //
 //	go run ./hack/memfloor --kubeconfig=PATH
 package main
