@@ -10,118 +10,215 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/controllers/myapp"
 )
-
-// benchWorkers is both the controller's concurrency and the floor's parallel workers.
-const benchWorkers = 4
 
 // objectResources are the resources a MyApp controller must write; events are counted apart.
 var objectResources = []string{"myapps", "myapps/status", "deployments", "services"}
 
 // BenchmarkConvergence converges N MyApps with the controller and, in the same run, measures
-// the floor: a plain client with as many workers doing only the writes any MyApp controller must
-// make. It reports the medians of several rounds, their ratio, the API writes per MyApp counted
-// by the API server, and the writes of a steady state that includes periodic resyncs of every
-// MyApp.
+// two floors with a plain client and as many workers as the controller's concurrency:
+//   - the plain floor (the issue's): only the writes any MyApp controller must make, as creates;
+//   - the protocol floor: the same writes, but the Deployment and the Service applied with
+//     server-side apply, plus one Event per MyApp, as the issue asks of the controller. It
+//     prices the protocol, so that x-protocol-floor shows what the controller itself adds.
+//
+// It runs at the shipped concurrency (1, the default of --concurrency) and at 4 workers, which
+// on a 2-core machine saturates the API server, so that the ratio there is one of API server
+// CPU per MyApp. It reports the medians of several rounds, the ratios, and the API writes per
+// MyApp counted by the API server; at the shipped concurrency it then checks a steady state
+// that includes periodic resyncs of every MyApp.
 func BenchmarkConvergence(b *testing.B) {
+	for _, workers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchConvergence(b, workers, workers == 1) })
+	}
+}
+
+func benchConvergence(b *testing.B, workers int, checkSteady bool) {
 	n := testenv.BenchSetting("SWITCHBOARD_BENCH_MYAPPS", 1000)
 	rounds := testenv.BenchSetting("SWITCHBOARD_BENCH_ROUNDS", 1)
 	steady := time.Duration(testenv.BenchSetting("SWITCHBOARD_BENCH_STEADY", 60)) * time.Second
 	ctx := context.Background()
-	b.Logf("N=%d MyApps, %d rounds, %d workers, client QPS %g burst %d for both, steady window %s; envtest service-cluster-ip-range 10.96.0.0/16 (the default /24 holds about 250 Services)",
-		n, rounds, benchWorkers, env.Config.QPS, env.Config.Burst, steady)
+	b.Logf("N=%d MyApps, %d rounds, %d workers, client QPS %g burst %d for all, steady window %s; envtest service-cluster-ip-range 10.96.0.0/16 (the default /24 holds about 250 Services)",
+		n, rounds, workers, env.Config.QPS, env.Config.Burst, steady)
 
-	// Warm up both paths (the API server's first writes of a kind and namespace are slower),
-	// so that neither pays it in the measured rounds.
-	runFloor(b, ctx, 20)
-	runController(b, ctx, 20, false, 0)
+	// Warm up every path (the API server's first writes of a kind and namespace are slower),
+	// so that none pays it in the measured rounds.
+	runFloor(b, ctx, plainFloor, workers, 20)
+	runFloor(b, ctx, protocolFloor, workers, 20)
+	runController(b, ctx, workers, 20, false, 0)
 
-	var floors, controlled, ratios []float64
+	var floors, protocolFloors, controlled []phase
+	var ratios, protocolRatios []float64
 	var objectWrites, eventWrites float64
 	for range b.N {
 		for round := range rounds {
-			floor := runFloor(b, ctx, n)
-			took, writes, events := runController(b, ctx, n, round == rounds-1, steady)
-			floors = append(floors, floor.Seconds())
-			controlled = append(controlled, took.Seconds())
-			ratios = append(ratios, took.Seconds()/floor.Seconds())
+			floor := runFloor(b, ctx, plainFloor, workers, n)
+			protocolFloor := runFloor(b, ctx, protocolFloor, workers, n)
+			converged, writes, events := runController(b, ctx, workers, n, checkSteady && round == rounds-1, steady)
+			floors = append(floors, floor)
+			protocolFloors = append(protocolFloors, protocolFloor)
+			controlled = append(controlled, converged)
+			ratios = append(ratios, converged.took.Seconds()/floor.took.Seconds())
+			protocolRatios = append(protocolRatios, converged.took.Seconds()/protocolFloor.took.Seconds())
 			objectWrites, eventWrites = writes, events
 		}
 	}
 	b.ReportMetric(float64(n), "myapps")
-	b.ReportMetric(median(floors), "floor-s")
-	b.ReportMetric(median(controlled), "controller-s")
+	reportPhases(b, "floor-", floors, n)
+	reportPhases(b, "protocol-floor-", protocolFloors, n)
+	reportPhases(b, "controller-", controlled, n)
 	b.ReportMetric(median(ratios), "x-floor")
+	b.ReportMetric(median(protocolRatios), "x-protocol-floor")
 	b.ReportMetric(objectWrites/float64(n), "writes/myapp")
 	b.ReportMetric(eventWrites/float64(n), "events/myapp")
 }
 
-// runFloor does, with a plain client and benchWorkers workers, only the writes any MyApp
-// controller must make for each of n MyApps, and returns the wall time.
-func runFloor(b *testing.B, ctx context.Context, n int) time.Duration {
-	ns := benchNamespace(b, "floor-")
-	start := time.Now()
-	parallel(b, n, func(i int) error {
-		app := benchMyApp(ns, i)
-		if err := env.Client.Create(ctx, app); err != nil {
-			return err
-		}
-		patch := client.MergeFrom(app.DeepCopy())
-		controllerutil.AddFinalizer(app, v1alpha1.MyAppFinalizer)
-		if err := env.Client.Patch(ctx, app, patch); err != nil {
-			return err
-		}
-		owner := metav1.OwnerReference{APIVersion: "app.example.com/v1alpha1", Kind: "MyApp", Name: app.Name, UID: app.UID, Controller: new(true)}
-		labels := map[string]string{"app.kubernetes.io/instance": app.Name}
-		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app.Name, OwnerReferences: []metav1.OwnerReference{owner}},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: new(app.Spec.Replicas),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: app.Spec.Image,
-						Ports: []corev1.ContainerPort{{ContainerPort: app.Spec.Port}}}}},
-				},
-			},
-		}
-		if err := env.Client.Create(ctx, d); err != nil {
-			return err
-		}
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app.Name, OwnerReferences: []metav1.OwnerReference{owner}},
-			Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: app.Spec.Port}}},
-		}
-		if err := env.Client.Create(ctx, svc); err != nil {
-			return err
-		}
-		app.Status.ObservedGeneration = app.Generation
-		app.Status.Phase = v1alpha1.MyAppPending
-		return env.Client.Status().Update(ctx, app)
-	})
-	return time.Since(start)
+// phase is what one side of the comparison cost.
+type phase struct {
+	took time.Duration
+	// apiServerCPU is the CPU time the API server used meanwhile, in seconds. When the API
+	// server is the bottleneck, the wall times follow it.
+	apiServerCPU float64
 }
 
-// runController creates n MyApps with benchWorkers workers while a manager runs the myapp
-// controller, and returns the time until every one converged with the controller's object and
-// event writes. When checkSteady is set it then restarts the manager (a forced resync of every
+// timePhase runs do and measures it.
+func timePhase(b *testing.B, ctx context.Context, do func()) phase {
+	cpu := apiServerCPU(b, ctx)
+	start := time.Now()
+	do()
+	took := time.Since(start)
+	return phase{took: took, apiServerCPU: apiServerCPU(b, ctx) - cpu}
+}
+
+// reportPhases reports the median wall time of phases and the median API server CPU time per
+// MyApp.
+func reportPhases(b *testing.B, prefix string, phases []phase, n int) {
+	var took, cpu []float64
+	for _, p := range phases {
+		took = append(took, p.took.Seconds())
+		cpu = append(cpu, p.apiServerCPU*1000/float64(n))
+	}
+	b.ReportMetric(median(took), prefix+"s")
+	b.ReportMetric(median(cpu), prefix+"apiserver-cpu-ms/myapp")
+}
+
+// floorKind is how a floor writes the Deployment and the Service.
+type floorKind int
+
+const (
+	// plainFloor creates them: the cheapest writes the API server has.
+	plainFloor floorKind = iota
+	// protocolFloor applies what the controller applies, under the controller's field
+	// manager, and records an Event per MyApp.
+	protocolFloor
+)
+
+// runFloor does, with a plain client and the given number of workers, for each of n MyApps:
+// create it, add the finalizer, write the Deployment and the Service as kind says, write
+// status. It returns the wall time and the API server's CPU time.
+func runFloor(b *testing.B, ctx context.Context, kind floorKind, workers, n int) phase {
+	ns := benchNamespace(b, "floor-")
+	floor := timePhase(b, ctx, func() {
+		parallel(b, workers, n, func(i int) error { return floorWrites(ctx, kind, benchMyApp(ns, i)) })
+	})
+	clearNamespace(b, ctx, ns)
+	return floor
+}
+
+// floorWrites makes the writes of one MyApp, in the order a controller must make them.
+func floorWrites(ctx context.Context, kind floorKind, app *v1alpha1.MyApp) error {
+	if err := env.Client.Create(ctx, app); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(app.DeepCopy())
+	controllerutil.AddFinalizer(app, v1alpha1.MyAppFinalizer)
+	if err := env.Client.Patch(ctx, app, patch); err != nil {
+		return err
+	}
+	writeOwned := createOwned
+	if kind == protocolFloor {
+		writeOwned = applyOwned
+	}
+	if err := writeOwned(ctx, app); err != nil {
+		return err
+	}
+	app.Status.ObservedGeneration = app.Generation
+	app.Status.Phase = v1alpha1.MyAppPending
+	return env.Client.Status().Update(ctx, app)
+}
+
+// createOwned creates app's Deployment and Service.
+func createOwned(ctx context.Context, app *v1alpha1.MyApp) error {
+	owner := metav1.OwnerReference{APIVersion: "app.example.com/v1alpha1", Kind: "MyApp", Name: app.Name, UID: app.UID, Controller: new(true)}
+	labels := map[string]string{"app.kubernetes.io/instance": app.Name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: app.Name, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: new(app.Spec.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: app.Spec.Image,
+					Ports: []corev1.ContainerPort{{ContainerPort: app.Spec.Port}}}}},
+			},
+		},
+	}
+	if err := env.Client.Create(ctx, d); err != nil {
+		return err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: app.Name, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: app.Spec.Port}}},
+	}
+	return env.Client.Create(ctx, svc)
+}
+
+// applyOwned applies app's Deployment and Service as the controller does, one after the
+// other, and records an Event about it, as the controller's recorder would.
+func applyOwned(ctx context.Context, app *v1alpha1.MyApp) error {
+	owner := client.FieldOwner(myapp.ControllerName)
+	if err := env.Client.Apply(ctx, myapp.DesiredDeployment(app), owner, client.ForceOwnership); err != nil {
+		return err
+	}
+	if err := env.Client.Apply(ctx, myapp.DesiredService(app), owner, client.ForceOwnership); err != nil {
+		return err
+	}
+	now := time.Now()
+	return env.Client.Create(ctx, &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Namespace: app.Namespace, Name: fmt.Sprintf("%s.%x", app.Name, now.UnixNano())},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: myapp.ControllerName,
+		ReportingInstance:   "benchmark",
+		Action:              "Apply",
+		Reason:              "Created",
+		Regarding:           corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MyApp", Namespace: app.Namespace, Name: app.Name, UID: app.UID},
+		Note:                "Created Deployment, created Service for MyApp " + app.Name,
+		Type:                corev1.EventTypeNormal,
+	})
+}
+
+// runController creates n MyApps with the given number of workers while a manager runs the
+// myapp controller with that concurrency, and returns the time until every one converged (with
+// the API server's CPU time meanwhile) and the controller's object and event writes. When checkSteady is set it then restarts the manager (a forced resync of every
 // MyApp) with a periodic resync, watches a steady window, and reports what was written.
-func runController(b *testing.B, ctx context.Context, n int, checkSteady bool, steady time.Duration) (time.Duration, float64, float64) {
+func runController(b *testing.B, ctx context.Context, workers, n int, checkSteady bool, steady time.Duration) (phase, float64, float64) {
 	// The manager watches only this round's namespace: the floor's MyApps are not its business.
 	ns := benchNamespace(b, "converge-")
-	m := startBenchManager(b, ns, "0")
+	m := startBenchManager(b, ns, workers, "0")
 	before := apiWrites(b, ctx)
 
-	start := time.Now()
-	parallel(b, n, func(i int) error { return env.Client.Create(ctx, benchMyApp(ns, i)) })
-	waitAllConverged(b, ctx, ns, n)
-	took := time.Since(start)
+	converged := timePhase(b, ctx, func() {
+		parallel(b, workers, n, func(i int) error { return env.Client.Create(ctx, benchMyApp(ns, i)) })
+		waitAllConverged(b, ctx, ns, n)
+	})
 
 	// Events are sent in the background: let them land before counting.
 	time.Sleep(2 * time.Second)
@@ -130,18 +227,44 @@ func runController(b *testing.B, ctx context.Context, n int, checkSteady bool, s
 	events := after["events"] - before["events"]
 	m.Stop()
 	if checkSteady {
-		checkSteadyState(b, ctx, ns, n, steady)
+		checkSteadyState(b, ctx, ns, workers, n, steady)
 	}
-	return took, writes, events
+	clearNamespace(b, ctx, ns)
+	return converged, writes, events
+}
+
+// clearNamespace deletes what a phase made in ns, so that every phase of every round starts
+// from the same cluster. Without it each phase pays for the ones before: the
+// API server's ClusterIP allocator lists every allocated address on each Service creation, so
+// creating a Service costs more the more Services exist, and the controller, measured after the
+// floor, paid for the floor's 1,000 Services. No manager runs by then, so the MyApps' finalizers
+// are removed here.
+func clearNamespace(b *testing.B, ctx context.Context, ns string) {
+	const clearWorkers = 4
+	apps := &v1alpha1.MyAppList{}
+	if err := env.Client.List(ctx, apps, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	parallel(b, clearWorkers, len(apps.Items), func(i int) error {
+		app := &apps.Items[i]
+		patch := client.MergeFrom(app.DeepCopy())
+		app.Finalizers = nil
+		return env.Client.Patch(ctx, app, patch)
+	})
+	for _, obj := range []client.Object{&v1alpha1.MyApp{}, &appsv1.Deployment{}, &corev1.Service{}, &eventsv1.Event{}} {
+		if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+			b.Fatalf("clearing %T from %s: %v", obj, ns, err)
+		}
+	}
 }
 
 // checkSteadyState starts a new manager on converged MyApps, which reconciles every one of
 // them (a forced resync), with a periodic resync that covers them twice more within the window,
 // and reports the writes of the window: there should be none.
-func checkSteadyState(b *testing.B, ctx context.Context, ns string, n int, steady time.Duration) {
+func checkSteadyState(b *testing.B, ctx context.Context, ns string, workers, n int, steady time.Duration) {
 	before := apiWrites(b, ctx)
 	reconciles, _ := testenv.ReconcileTotal("myapp")
-	m := startBenchManager(b, ns, (steady / 3).String())
+	m := startBenchManager(b, ns, workers, (steady / 3).String())
 	defer m.Stop()
 	time.Sleep(steady)
 	resynced, _ := testenv.ReconcileTotal("myapp")
@@ -153,11 +276,12 @@ func checkSteadyState(b *testing.B, ctx context.Context, ns string, n int, stead
 	}
 }
 
-// startBenchManager starts a manager with only myapp, on ns, with the floor's rate limits.
-func startBenchManager(b *testing.B, ns, resync string) *testenv.Manager {
+// startBenchManager starts a manager with only myapp, on ns, with the given concurrency and the
+// floors' rate limits.
+func startBenchManager(b *testing.B, ns string, workers int, resync string) *testenv.Manager {
 	// The same client-side rate limits as the floor's client (envtest's admin config), so that
 	// the comparison is of the work done, not of the limits.
-	return env.StartManager(b, "--controllers=myapp", fmt.Sprintf("--concurrency=myapp=%d", benchWorkers),
+	return env.StartManager(b, "--controllers=myapp", fmt.Sprintf("--concurrency=myapp=%d", workers),
 		"--resync-interval="+resync, "--watch-namespaces="+ns,
 		fmt.Sprintf("--kube-api-qps=%g", env.Config.QPS), fmt.Sprintf("--kube-api-burst=%d", env.Config.Burst))
 }
@@ -212,12 +336,12 @@ func benchMyApp(ns string, i int) *v1alpha1.MyApp {
 	}
 }
 
-// parallel runs do(0..n-1) on benchWorkers workers and fails b on the first error.
-func parallel(b *testing.B, n int, do func(i int) error) {
+// parallel runs do(0..n-1) on the given number of workers and fails b on the first error.
+func parallel(b *testing.B, workers, n int, do func(i int) error) {
 	next := make(chan int)
-	errs := make(chan error, benchWorkers)
+	errs := make(chan error, workers)
 	var wg sync.WaitGroup
-	for range benchWorkers {
+	for range workers {
 		wg.Go(func() {
 			for i := range next {
 				if err := do(i); err != nil {
@@ -240,6 +364,14 @@ func parallel(b *testing.B, n int, do func(i int) error) {
 	for err := range errs {
 		b.Fatal(err)
 	}
+}
+
+func apiServerCPU(b *testing.B, ctx context.Context) float64 {
+	cpu, err := env.APIServerCPUSeconds(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cpu
 }
 
 func apiWrites(b *testing.B, ctx context.Context) map[string]float64 {
