@@ -208,8 +208,9 @@ func applyOwned(ctx context.Context, app *v1alpha1.MyApp) error {
 
 // runController creates n MyApps with the given number of workers while a manager runs the
 // myapp controller with that concurrency, and returns the time until every one converged (with
-// the API server's CPU time meanwhile) and the controller's object and event writes. When checkSteady is set it then restarts the manager (a forced resync of every
-// MyApp) with a periodic resync, watches a steady window, and reports what was written.
+// the API server's CPU time meanwhile) and the controller's object and event writes. When
+// checkSteady is set it then restarts the manager (a forced resync of every MyApp) with a
+// periodic resync, watches a steady window, and reports what was written.
 func runController(b *testing.B, ctx context.Context, workers, n int, checkSteady bool, steady time.Duration) (phase, float64, float64) {
 	// The manager watches only this round's namespace: the floor's MyApps are not its business.
 	ns := benchNamespace(b, "converge-")
