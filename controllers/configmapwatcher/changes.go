@@ -88,13 +88,8 @@ func (c *configMapChanges) Start(ctx context.Context, queue workqueue.TypedRateL
 
 // WaitForSync returns once every namespace's watch has its starting resourceVersion.
 func (c *configMapChanges) WaitForSync(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		c.started.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-c.allStarted():
 		if ctx.Err() != nil {
 			break // the watches stopped with ctx, unsynced
 		}
@@ -102,6 +97,17 @@ func (c *configMapChanges) WaitForSync(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	return fmt.Errorf("waiting for the ConfigMap watch to start: %w", context.Cause(ctx))
+}
+
+// allStarted returns a channel closed once every namespace's watch has its starting
+// resourceVersion or has stopped before it.
+func (c *configMapChanges) allStarted() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		c.started.Wait()
+		close(done)
+	}()
+	return done
 }
 
 // run watches the ConfigMaps of namespace until ctx ends, starting over from a new list when

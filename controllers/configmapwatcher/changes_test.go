@@ -216,13 +216,8 @@ func TestConfigMapChangesStoppedBeforeItsStartingPoint(t *testing.T) {
 	if err := changes.WaitForSync(ctx); err == nil {
 		t.Error("WaitForSync returned nil for a source stopped before it started watching")
 	}
-	stopped := make(chan struct{})
-	go func() {
-		changes.started.Wait()
-		close(stopped)
-	}()
 	select {
-	case <-stopped:
+	case <-changes.allStarted():
 	case <-time.After(5 * time.Second):
 		t.Error("the stopped watch never marked itself done")
 	}
