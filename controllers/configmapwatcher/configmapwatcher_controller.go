@@ -25,6 +25,7 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/reconcilelog"
 	"github.com/example/switchboard/indexers"
+	"github.com/example/switchboard/internal/podrefs"
 )
 
 // ControllerName names the controller in the table, in logs and metrics, and is its field
@@ -108,7 +109,7 @@ func (r *Reconciler) optedInDeployments(ctx context.Context, namespace string) (
 	}
 	var requests []reconcile.Request
 	for i := range list.Items {
-		if len(indexers.DeploymentConfigMaps(&list.Items[i])) > 0 {
+		if len(podrefs.ReloadConfigMaps(list.Items[i].Annotations, &list.Items[i].Spec.Template.Spec)) > 0 {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
@@ -121,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, deployment); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	names := indexers.DeploymentConfigMaps(deployment)
+	names := podrefs.ReloadConfigMaps(deployment.Annotations, &deployment.Spec.Template.Spec)
 	if len(names) == 0 || !deployment.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
@@ -198,7 +199,7 @@ func TrimDeployment(obj any) (any, error) {
 	trimmed.ManagedFields = nil
 	if _, optedIn := d.Annotations[v1alpha1.ReloadAnnotation]; optedIn {
 		trimmed.Spec.Template.Annotations = d.Spec.Template.Annotations
-		trimmed.Spec.Template.Spec = indexers.ConfigMapReferencesOnly(&d.Spec.Template.Spec)
+		trimmed.Spec.Template.Spec = podrefs.ConfigMapReferencesOnly(&d.Spec.Template.Spec)
 	}
 	return trimmed, nil
 }
