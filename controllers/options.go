@@ -25,6 +25,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/metricsauth"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/sources"
 )
 
@@ -69,8 +70,8 @@ func NewOptions() *Options {
 		SyncPeriod:             10 * time.Hour,
 		ResyncInterval:         10 * time.Minute,
 		SourceBufferSize:       sources.DefaultBufferSize,
-		UsageSource:            sources.UsageFromMetricsAPI,
-		UsageInterval:          sources.DefaultUsageInterval,
+		UsageSource:            recommender.UsageFromMetricsAPI,
+		UsageInterval:          recommender.DefaultUsageInterval,
 		TriggerSecure:          true,
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
 		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
@@ -94,7 +95,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers relist every watched object from the API server.")
 	fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval, "How often the periodic source re-enqueues every primary object of each controller; 0 turns it off.")
 	fs.IntVar(&o.SourceBufferSize, "source-buffer-size", o.SourceBufferSize, "Events each controller's channel of each source holds before new ones are dropped and counted.")
-	fs.StringVar(&o.UsageSource, "usage-source", o.UsageSource, "Where the verticalscaler's metrics source reads Pod usage: "+strings.Join(sources.UsageSources, ", ")+" ('pod-annotations' reads "+sources.UsageAnnotationPrefix+"<container> annotations such as 'cpu=250m,memory=128Mi', for clusters without metrics-server).")
+	fs.StringVar(&o.UsageSource, "usage-source", o.UsageSource, "Where the verticalscaler's metrics source reads Pod usage: "+strings.Join(recommender.UsageSources, ", ")+" ('pod-annotations' reads "+recommender.UsageAnnotationPrefix+"<container> annotations such as 'cpu=250m,memory=128Mi', for clusters without metrics-server).")
 	fs.DurationVar(&o.UsageInterval, "usage-interval", o.UsageInterval, "How often the metrics source reads Pod usage.")
 	fs.StringVar(&o.TriggerBindAddress, "trigger-bind-address", o.TriggerBindAddress, "Address of the HTTP trigger (POST /trigger/{controller} with {\"namespace\", \"name\"} or a list), for example ':8082'; empty turns it off. Needs --trigger-token-file.")
 	fs.StringVar(&o.TriggerTokenFile, "trigger-token-file", o.TriggerTokenFile, "File holding the bearer token that callers of the HTTP trigger must present; read at start.")
@@ -134,8 +135,8 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		return Selection{}, fmt.Errorf("--resync-interval must not be negative, got %s", o.ResyncInterval)
 	case o.SourceBufferSize < 1:
 		return Selection{}, fmt.Errorf("--source-buffer-size must be at least 1, got %d", o.SourceBufferSize)
-	case !slices.Contains(sources.UsageSources, o.UsageSource):
-		return Selection{}, fmt.Errorf("--usage-source must be one of %s, got %q", strings.Join(sources.UsageSources, ", "), o.UsageSource)
+	case !slices.Contains(recommender.UsageSources, o.UsageSource):
+		return Selection{}, fmt.Errorf("--usage-source must be one of %s, got %q", strings.Join(recommender.UsageSources, ", "), o.UsageSource)
 	case o.UsageInterval <= 0:
 		return Selection{}, fmt.Errorf("--usage-interval must be positive, got %s", o.UsageInterval)
 	case o.TriggerBindAddress != "" && o.TriggerTokenFile == "":

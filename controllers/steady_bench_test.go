@@ -14,7 +14,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/testenv"
-	"github.com/example/switchboard/sources"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
 // writableResources are every resource one of the three controllers may write.
@@ -91,7 +91,7 @@ func createSharedSet(b *testing.B, ctx context.Context, ns, name string) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-pod",
 			Labels:      map[string]string{"app.kubernetes.io/name": "myapp", "app.kubernetes.io/instance": name},
-			Annotations: map[string]string{sources.UsageAnnotationPrefix + "app": "cpu=300m,memory=200Mi"}},
+			Annotations: map[string]string{recommender.UsageAnnotationPrefix + "app": "cpu=300m,memory=200Mi"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
 	}
 	for _, obj := range []client.Object{cm, app, vs, pod} {

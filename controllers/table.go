@@ -15,6 +15,7 @@ import (
 	"github.com/example/switchboard/controllers/configmapwatcher"
 	"github.com/example/switchboard/controllers/myapp"
 	"github.com/example/switchboard/controllers/verticalscaler"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/indexers"
 	"github.com/example/switchboard/sources"
 )
@@ -101,7 +102,7 @@ func Table() []Controller {
 				{Object: &appsv1.Deployment{}, How: "maps"},
 			},
 			Indexes:              []indexers.Index{indexers.VerticalScalerByDeploymentName},
-			Sources:              []sources.Name{sources.Periodic, sources.Metrics, sources.HTTPTrigger},
+			Sources:              []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
 			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
 				r := &verticalscaler.Reconciler{Client: mgr.GetClient()}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/indexers"
 	"github.com/example/switchboard/sources"
 )
@@ -112,8 +113,8 @@ func (o *Options) sourceOn(name sources.Name) bool {
 	switch name {
 	case sources.Periodic:
 		return o.ResyncInterval > 0
-	case sources.Metrics:
-		return o.UsageSource != sources.UsageOff
+	case recommender.Source:
+		return o.UsageSource != recommender.UsageOff
 	case sources.HTTPTrigger:
 		return o.TriggerBindAddress != ""
 	default:
@@ -157,17 +158,17 @@ func addTriggerProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options
 
 // addUsageProducer starts the metrics source when a controller consumes it and it is on.
 func addUsageProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options) error {
-	if !o.sourceOn(sources.Metrics) {
+	if !o.sourceOn(recommender.Source) {
 		return nil
 	}
 	// Pods and PodMetrics are read per targeted Deployment, uncached: caching every Pod of the
 	// cluster would cost far more memory than the reads.
-	usage, err := sources.NewUsageReader(o.UsageSource, mgr.GetAPIReader())
+	usage, err := recommender.NewUsageReader(o.UsageSource, mgr.GetAPIReader())
 	if err != nil {
 		return err
 	}
-	producer := &sources.UsageProducer{Cache: mgr.GetCache(), Usage: usage, Interval: o.UsageInterval, Threshold: sources.DefaultMoveThreshold}
-	_, err = registry.AddProducer(mgr, sources.Metrics, producer.Run)
+	producer := &recommender.UsageProducer{Cache: mgr.GetCache(), Usage: usage, Interval: o.UsageInterval, Threshold: recommender.DefaultMoveThreshold}
+	_, err = registry.AddProducer(mgr, recommender.Source, producer.Run)
 	return err
 }
 

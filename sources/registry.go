@@ -1,6 +1,8 @@
-// Package sources is the registry of channel sources: triggers from outside the API server's
-// watches (a periodic resync, an HTTP trigger, usage metrics) fed to controllers through
-// source.Channel and WatchesRawSource.
+// Package sources is the transport for triggers from outside the API server's watches: the
+// registry of channel sources, fed to controllers through source.Channel and WatchesRawSource,
+// and the shared producers (the periodic resync and the HTTP trigger). A controller's own
+// producer (the verticalscaler's usage poller) lives with that controller and sends through the
+// same registry. This package knows no API kind and no controller.
 //
 // Each (source, controller) pair gets one buffered channel. A controller subscribes to the
 // sources it consumes while it is set up; a producer then sends through a Producer handle whose
@@ -10,9 +12,9 @@
 // side.
 //
 // A dropped event is not lost for good: every producer here is level-triggered. The periodic
-// source lists every object again on its next tick, and the metrics producer sends again on its
-// next cycle while the recommendation still differs. An HTTP trigger answers 429 so the caller
-// retries.
+// source lists every object again on its next tick, and a controller's own producer is expected
+// to send again on its next cycle while the news still holds. An HTTP trigger answers 429 so the
+// caller retries.
 //
 // A source that no enabled controller consumes is never started, and no nil channel ever reaches
 // controller-runtime (its channel source refuses one at start).
@@ -32,14 +34,13 @@ import (
 // Name names a source in the registry.
 type Name string
 
-// The sources that controllers may consume.
+// The shared sources. A controller's own producer names its source in its own package (the
+// verticalscaler's usage poller is recommender.Source) and registers it through its table row.
 const (
 	// Periodic re-enqueues every object of a controller's primary kind at an interval.
 	Periodic Name = "periodic"
 	// HTTPTrigger enqueues the objects named in POST /trigger/{controller} requests.
 	HTTPTrigger Name = "http"
-	// Metrics reports Pod usage turned into recommendations (see UsageProducer).
-	Metrics Name = "metrics"
 )
 
 // DefaultBufferSize is the capacity of each consumer's channel.

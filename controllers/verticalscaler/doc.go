@@ -10,9 +10,9 @@
 // to the containers' names or resources reach the map function. Deleting a VerticalScaler never
 // touches its Deployment.
 //
-// Sources: periodic, and metrics (sources.UsageProducer), which keeps the usage history and
+// Sources: periodic, and metrics (recommender.UsageProducer), which keeps the usage history and
 // sends a VerticalScaler an event carrying its new estimate only when that moved by more than
-// sources.DefaultMoveThreshold, or when usage cannot be read. The controller keeps the latest
+// recommender.DefaultMoveThreshold, or when usage cannot be read. The controller keeps the latest
 // report per VerticalScaler in memory, and falls back to the recommendation in status (its
 // uncappedTarget) when it has none, so metrics going away keep the last recommendation.
 //

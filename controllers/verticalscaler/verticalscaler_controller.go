@@ -41,7 +41,7 @@ type Reconciler struct {
 	Client client.Client
 
 	// reports holds, per VerticalScaler, the latest usage report of the metrics source (see
-	// sources.UsageProducer): the producer keeps the usage history, the controller keeps its
+	// recommender.UsageProducer): the producer keeps the usage history, the controller keeps its
 	// latest conclusion until the VerticalScaler is deleted.
 	reports sync.Map // types.NamespacedName -> *v1alpha1.VerticalScaler
 }

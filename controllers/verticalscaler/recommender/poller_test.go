@@ -1,4 +1,4 @@
-package sources
+package recommender
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/sources"
 )
 
 func TestParseUsage(t *testing.T) {
@@ -204,10 +206,10 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 		WithObjects(deployment("web", "app"), web, lonely).
 		WithStatusSubresource(&v1alpha1.VerticalScaler{}).Build()
 	registry := newTestRegistry(t, 10)
-	ch := registry.Subscribe(Metrics, "verticalscaler")
+	ch := registry.Subscribe(Source, "verticalscaler")
 	usage := &fakeUsage{}
 	p := &UsageProducer{Cache: c, Usage: usage, Threshold: DefaultMoveThreshold}
-	producer := registry.Producer(Metrics)
+	producer := registry.Producer(Source)
 	cycle := func(pods ...PodUsage) map[string]*v1alpha1.VerticalScaler {
 		usage.pods = pods
 		p.cycle(ctx, producer)
@@ -296,11 +298,11 @@ func TestUsageProducerFullBufferDoesNotBlock(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(newScheme(t)).
 		WithObjects(deployment("web", "app"), scaler("a", "web"), scaler("b", "web")).Build()
 	registry := newTestRegistry(t, 1)
-	registry.Subscribe(Metrics, "verticalscaler")
+	registry.Subscribe(Source, "verticalscaler")
 	p := &UsageProducer{Cache: c, Threshold: DefaultMoveThreshold, Usage: &fakeUsage{pods: []PodUsage{{
 		Pod: "web-1", Timestamp: time.Now(), Containers: map[string]corev1.ResourceList{"app": list("1", "1Gi")}}}}}
 	done := make(chan struct{})
-	go func() { p.cycle(context.Background(), registry.Producer(Metrics)); close(done) }()
+	go func() { p.cycle(context.Background(), registry.Producer(Source)); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -318,4 +320,13 @@ func TestMovedFromARecommendationForAnotherDeployment(t *testing.T) {
 	if !moved(status, "api", estimates, DefaultMoveThreshold) {
 		t.Error("the status holds web's recommendation and the VerticalScaler now names api: not moved")
 	}
+}
+
+func newTestRegistry(t *testing.T, buffer int) *sources.Registry {
+	t.Helper()
+	r, err := sources.NewRegistry(buffer, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

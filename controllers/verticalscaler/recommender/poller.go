@@ -1,4 +1,4 @@
-package sources
+package recommender
 
 import (
 	"context"
@@ -17,7 +17,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/sources"
 )
+
+// Source names the verticalscaler's usage poller in the channel-source registry.
+const Source sources.Name = "metrics"
 
 // DefaultUsageInterval is how often the metrics producer reads usage: metrics-server scrapes
 // every 15 to 60 seconds, so reading more often would only read the same sample again.
@@ -59,14 +63,14 @@ type deploymentHistory struct {
 }
 
 // Run reads usage every Interval until ctx ends.
-func (p *UsageProducer) Run(ctx context.Context, producer *Producer) error {
-	wait.JitterUntilWithContext(ctx, func(ctx context.Context) { p.cycle(ctx, producer) }, p.Interval, PeriodicJitter, true)
+func (p *UsageProducer) Run(ctx context.Context, producer *sources.Producer) error {
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) { p.cycle(ctx, producer) }, p.Interval, sources.PeriodicJitter, true)
 	return nil
 }
 
 // cycle reads usage once for every targeted Deployment and sends what changed. A failed list of
 // VerticalScalers is logged and retried on the next cycle.
-func (p *UsageProducer) cycle(ctx context.Context, producer *Producer) {
+func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 	log := logf.FromContext(ctx).WithValues("source", string(producer.Source()))
 	if p.histories == nil {
 		p.histories = map[types.NamespacedName]*deploymentHistory{}
@@ -92,7 +96,7 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *Producer) {
 			for _, controller := range producer.Consumers() {
 				// A full buffer drops the event and counts it; the next cycle sends it again
 				// because the status still differs.
-				if err := producer.Send(controller, r); err != nil && !errors.Is(err, ErrBufferFull) {
+				if err := producer.Send(controller, r); err != nil && !errors.Is(err, sources.ErrBufferFull) {
 					log.Error(err, "Sending usage report failed", "controller", controller)
 				}
 			}
