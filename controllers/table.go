@@ -33,8 +33,12 @@ type Controller struct {
 	Watches []Watch
 	// Indexes are the shared field indexes the controller queries.
 	Indexes []indexers.Index
-	// Sources are the channel sources the controller consumes.
+	// Sources are the channel sources the controller consumes: shared ones (package sources)
+	// and its own producers'.
 	Sources []sources.Name
+	// Producers are the controller's own producers of channel sources, which live in its
+	// package and send through the shared registry.
+	Producers []Producer
 	// ReadsManagedFieldsOf are the kinds whose managed fields the controller reads back
 	// (client-go's Extract helpers) to see whether an apply would change anything. The cache
 	// strips managed fields from every other kind: a Deployment's can be several KiB.
@@ -45,6 +49,16 @@ type Controller struct {
 	Trims []Trim
 	// Setup builds the controller and adds it to the manager.
 	Setup func(mgr ctrl.Manager, opts SetupOptions) error
+}
+
+// Producer is a controller's own producer of one channel source.
+type Producer struct {
+	// Source names the source; the controller's row lists it in Sources too.
+	Source sources.Name
+	// On says whether the flags switch the producer on.
+	On func(o *Options) bool
+	// New returns the producer's loop on mgr.
+	New func(mgr ctrl.Manager, o *Options) (sources.Run, error)
 }
 
 // Watch is a secondary kind a controller watches, and how.
@@ -78,6 +92,8 @@ type SetupOptions struct {
 
 // Table returns the controller table, in the order controllers are set up and listed.
 func Table() []Controller {
+	// The verticalscaler's usage poller and its controller share the latest reports.
+	usageReports := &recommender.Reports{}
 	return []Controller{
 		{
 			Name:             myapp.ControllerName,
@@ -101,11 +117,26 @@ func Table() []Controller {
 			Watches: []Watch{
 				{Object: &appsv1.Deployment{}, How: "maps"},
 			},
-			Indexes:              []indexers.Index{indexers.VerticalScalerByDeploymentName},
-			Sources:              []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
+			Indexes: []indexers.Index{indexers.VerticalScalerByDeploymentName},
+			Sources: []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
+			Producers: []Producer{{
+				Source: recommender.Source,
+				On:     func(o *Options) bool { return o.UsageSource != recommender.UsageOff },
+				New: func(mgr ctrl.Manager, o *Options) (sources.Run, error) {
+					// Pods and PodMetrics are read per targeted Deployment, uncached: caching
+					// every Pod of the cluster would cost far more memory than the reads.
+					usage, err := recommender.NewUsageReader(o.UsageSource, mgr.GetAPIReader())
+					if err != nil {
+						return nil, err
+					}
+					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Usage: usage, Interval: o.UsageInterval,
+						Threshold: recommender.Tolerance, Reports: usageReports}
+					return poller.Run, nil
+				},
+			}},
 			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}},
 			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
-				r := &verticalscaler.Reconciler{Client: mgr.GetClient()}
+				r := &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports}
 				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
 			},
 		},

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/indexers"
 	"github.com/example/switchboard/sources"
 )
@@ -101,28 +100,32 @@ func addIndexes(ctx context.Context, mgr ctrl.Manager, controllers []Controller)
 func subscribe(registry *sources.Registry, c Controller, o *Options) []<-chan event.GenericEvent {
 	var triggers []<-chan event.GenericEvent
 	for _, name := range c.Sources {
-		if o.sourceOn(name) {
+		if o.sourceOn(c, name) {
 			triggers = append(triggers, registry.Subscribe(name, c.Name))
 		}
 	}
 	return triggers
 }
 
-// sourceOn says whether a source is switched on by the flags.
-func (o *Options) sourceOn(name sources.Name) bool {
+// sourceOn says whether the flags switch on a source that c consumes: a shared one, or one of
+// c's own producers.
+func (o *Options) sourceOn(c Controller, name sources.Name) bool {
 	switch name {
 	case sources.Periodic:
 		return o.ResyncInterval > 0
-	case recommender.Source:
-		return o.UsageSource != recommender.UsageOff
 	case sources.HTTPTrigger:
 		return o.TriggerBindAddress != ""
-	default:
-		return true
 	}
+	for _, p := range c.Producers {
+		if p.Source == name {
+			return p.On(o)
+		}
+	}
+	return false
 }
 
-// addProducers starts the producers of the sources that some selected controller consumes.
+// addProducers starts the producers of the sources that some selected controller consumes: the
+// shared periodic and HTTP sources, then each controller's own.
 func addProducers(mgr ctrl.Manager, registry *sources.Registry, controllers []Controller, o *Options) error {
 	lists := map[string]func() client.ObjectList{}
 	for _, c := range controllers {
@@ -139,12 +142,26 @@ func addProducers(mgr ctrl.Manager, registry *sources.Registry, controllers []Co
 	if err := addTriggerProducer(mgr, registry, o); err != nil {
 		return err
 	}
-	return addUsageProducer(mgr, registry, o)
+	for _, c := range controllers {
+		for _, p := range c.Producers {
+			if !p.On(o) {
+				continue
+			}
+			run, err := p.New(mgr, o)
+			if err != nil {
+				return fmt.Errorf("controller %s: source %s: %w", c.Name, p.Source, err)
+			}
+			if _, err := registry.AddProducer(mgr, p.Source, run); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // addTriggerProducer starts the HTTP trigger when it is on; its token is read once, here.
 func addTriggerProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options) error {
-	if !o.sourceOn(sources.HTTPTrigger) {
+	if o.TriggerBindAddress == "" {
 		return nil
 	}
 	token, err := sources.ReadTokenFile(o.TriggerTokenFile)
@@ -153,22 +170,6 @@ func addTriggerProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options
 	}
 	trigger := sources.HTTPTriggerServer{BindAddress: o.TriggerBindAddress, Token: token, Secure: o.TriggerSecure, CertDir: o.TriggerCertDir}
 	_, err = registry.AddProducer(mgr, sources.HTTPTrigger, trigger.Run)
-	return err
-}
-
-// addUsageProducer starts the metrics source when a controller consumes it and it is on.
-func addUsageProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options) error {
-	if !o.sourceOn(recommender.Source) {
-		return nil
-	}
-	// Pods and PodMetrics are read per targeted Deployment, uncached: caching every Pod of the
-	// cluster would cost far more memory than the reads.
-	usage, err := recommender.NewUsageReader(o.UsageSource, mgr.GetAPIReader())
-	if err != nil {
-		return err
-	}
-	producer := &recommender.UsageProducer{Cache: mgr.GetCache(), Usage: usage, Interval: o.UsageInterval, Threshold: recommender.DefaultMoveThreshold}
-	_, err = registry.AddProducer(mgr, recommender.Source, producer.Run)
 	return err
 }
 

@@ -15,22 +15,18 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/apply"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
-// Anti-flapping: every write to a Deployment's Pod template rolls its Pods, so the controller
-// writes only when a request is clearly off, and not more often than a minimum interval.
-const (
-	// ApplyTolerance is the hysteresis: a request within this fraction of the recommended one
-	// is left alone. It matches the metrics source's DefaultMoveThreshold, so that a
-	// recommendation that moved enough to be reported also moves enough to be applied.
-	ApplyTolerance = 0.1
-	// MinApplyInterval is the least time between two writes to one Deployment.
-	MinApplyInterval = 10 * time.Minute
-)
+// MinApplyInterval is the least time between two writes to one Deployment. With
+// recommender.Tolerance, it keeps the controller from flapping: every write to a Deployment's
+// Pod template rolls its Pods, so the controller writes only when a request is clearly off, and
+// not more often than this.
+const MinApplyInterval = 10 * time.Minute
 
 // appliedMessage is the message of Applied=True, the same after a write and on the passes that
 // find nothing to write, so that those passes leave status alone.
-var appliedMessage = fmt.Sprintf("Every controlled request of the Deployment is within %.0f%% of the recommendation", ApplyTolerance*100)
+var appliedMessage = fmt.Sprintf("Every controlled request of the Deployment is within %.0f%% of the recommendation", recommender.Tolerance*100)
 
 // applyState is what happened to the recommendation in Auto mode; it becomes the Applied
 // condition.
@@ -55,7 +51,7 @@ const (
 )
 
 // needsUpdate says whether any controlled request of the containers is missing or off its
-// desired value by more than ApplyTolerance.
+// desired value by more than recommender.Tolerance.
 func needsUpdate(current []corev1.Container, desired map[string]corev1.ResourceRequirements) bool {
 	for _, c := range current {
 		want, ok := desired[c.Name]
@@ -76,7 +72,7 @@ func needsUpdate(current []corev1.Container, desired map[string]corev1.ResourceR
 				}
 				continue
 			}
-			if math.Abs(have.AsApproximateFloat64()-t)/t > ApplyTolerance {
+			if math.Abs(have.AsApproximateFloat64()-t)/t > recommender.Tolerance {
 				return true
 			}
 		}

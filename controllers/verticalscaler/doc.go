@@ -10,18 +10,19 @@
 // to the containers' names or resources reach the map function. Deleting a VerticalScaler never
 // touches its Deployment.
 //
-// Sources: periodic, and metrics (recommender.UsageProducer), which keeps the usage history and
-// sends a VerticalScaler an event carrying its new estimate only when that moved by more than
-// recommender.DefaultMoveThreshold, or when usage cannot be read. The controller keeps the latest
-// report per VerticalScaler in memory, and falls back to the recommendation in status (its
-// uncappedTarget) when it has none, so metrics going away keep the last recommendation.
+// Sources: periodic, and metrics (the usage poller, recommender.UsageProducer, this controller's
+// own producer), which keeps the usage history and has news for a VerticalScaler only when its
+// estimate moved by more than recommender.Tolerance, or when usage cannot be read. The news goes
+// into recommender.Reports and the event carries only the VerticalScaler's key. The controller
+// reads the latest report when it reconciles, and falls back to the recommendation in status (its
+// uncappedTarget) when there is none, so metrics going away keep the last recommendation.
 //
 // Owns on the Deployment, through server-side apply under the field manager "verticalscaler":
 // only spec.template.spec.containers[name].resources, and within it only the controlled
 // resources' requests (and, with RequestsAndLimits, their limits scaled in proportion to the
 // requests). Every other field, an image set by myapp, Helm or Argo CD, keeps its manager.
 // Every write rolls the Pods, so a write happens only when a request is more than
-// ApplyTolerance off the recommendation and MinApplyInterval has passed since the last one
+// recommender.Tolerance off the recommendation and MinApplyInterval has passed since the last one
 // (status.lastAppliedTime); an unchanged recommendation writes nothing.
 //
 // Status: DeploymentFound, RecommendationProvided, Applied and Ready, computed in one place

@@ -70,13 +70,11 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 // status says, else that no usage came yet.
 func providedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condition {
 	if obs.report != nil {
-		if c := meta.FindStatusCondition(obs.report.Status.Conditions, v1alpha1.ConditionRecommendationProvided); c != nil {
-			out := *c
-			if c.Reason == v1alpha1.ReasonMetricsUnavailable && vs.Status.Recommendation != nil {
-				out.Message += "; the last recommendation is kept"
-			}
-			return out
+		out := obs.report.Provided
+		if out.Reason == v1alpha1.ReasonMetricsUnavailable && vs.Status.Recommendation != nil {
+			out.Message += "; the last recommendation is kept"
 		}
+		return out
 	}
 	// Kept from status, unless it claims a recommendation this Deployment does not have (one
 	// made for the Deployment named before).

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
 // brief is a condition without its times and message.
@@ -28,11 +29,10 @@ func TestComputeStatus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	rec := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("500m", ""), UncappedTarget: list("500m", "")}}}
-	recommended := &v1alpha1.VerticalScaler{Status: v1alpha1.VerticalScalerStatus{Recommendation: rec,
-		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRecommended}}}}
-	unavailable := &v1alpha1.VerticalScaler{Status: v1alpha1.VerticalScalerStatus{
-		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionFalse,
-			Reason: v1alpha1.ReasonMetricsUnavailable, Message: "no metrics.k8s.io"}}}}
+	recommended := &recommender.Report{DeploymentName: "web", Recommendation: rec,
+		Provided: metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRecommended}}
+	unavailable := &recommender.Report{DeploymentName: "web", Provided: metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided,
+		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonMetricsUnavailable, Message: "no metrics.k8s.io"}}
 	d := &appsv1.Deployment{}
 	const (
 		T = "True"
@@ -81,7 +81,7 @@ func TestComputeStatus(t *testing.T) {
 				{"Applied", F, ReasonUpdateModeOff}, {"Ready", F, v1alpha1.ReasonMetricsUnavailable}},
 			wantRec: true, wantGen: 2, wantInText: "no metrics.k8s.io; the last recommendation is kept"},
 		{name: "pointed at another Deployment: the old recommendation goes", mode: v1alpha1.UpdateModeOff,
-			status: v1alpha1.VerticalScalerStatus{Recommendation: &v1alpha1.Recommendation{DeploymentName: "old"}, Conditions: recommended.Status.Conditions},
+			status: v1alpha1.VerticalScalerStatus{Recommendation: &v1alpha1.Recommendation{DeploymentName: "old"}, Conditions: []metav1.Condition{recommended.Provided}},
 			obs:    observation{deployment: d},
 			want: []brief{{"RecommendationProvided", F, ReasonNoUsageYet}, {"DeploymentFound", T, ReasonDeploymentFound},
 				{"Applied", F, ReasonUpdateModeOff}, {"Ready", F, ReasonNoUsageYet}},

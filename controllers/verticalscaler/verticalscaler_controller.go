@@ -3,14 +3,12 @@ package verticalscaler
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/reconcilelog"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/indexers"
 )
 
@@ -39,15 +38,14 @@ const ControllerName = "verticalscaler"
 // Reconciler reconciles VerticalScalers.
 type Reconciler struct {
 	Client client.Client
-
-	// reports holds, per VerticalScaler, the latest usage report of the metrics source (see
-	// recommender.UsageProducer): the producer keeps the usage history, the controller keeps its
-	// latest conclusion until the VerticalScaler is deleted.
-	reports sync.Map // types.NamespacedName -> *v1alpha1.VerticalScaler
+	// Reports holds the usage poller's latest report per VerticalScaler: the poller keeps the
+	// usage history, the controller reads its latest conclusion and forgets it when the
+	// VerticalScaler is deleted.
+	Reports *recommender.Reports
 }
 
 // SetupWithManager adds the controller to mgr; each trigger is a channel source whose events
-// name VerticalScalers to reconcile, and may carry a usage report.
+// name VerticalScalers to reconcile.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, triggers ...<-chan event.GenericEvent) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -56,21 +54,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options,
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.verticalScalersFor),
 			builder.WithPredicates(DeploymentChanged()))
 	for _, trigger := range triggers {
-		b = b.WatchesRawSource(source.Channel(trigger, r.reportsHandler()))
+		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(reconcilelog.Wrap(reconcile.Reconciler(r)))
-}
-
-// reportsHandler enqueues the VerticalScaler an event names, after keeping the usage report
-// the event carries, if any (only the metrics source's events carry one).
-func (r *Reconciler) reportsHandler() handler.EventHandler {
-	return handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		key := client.ObjectKeyFromObject(e.Object)
-		if report, ok := e.Object.(*v1alpha1.VerticalScaler); ok {
-			r.reports.Store(key, report)
-		}
-		q.Add(reconcile.Request{NamespacedName: key})
-	}}
 }
 
 // verticalScalersFor maps a Deployment to the VerticalScalers that name it, through the shared
@@ -98,7 +84,7 @@ type observation struct {
 	deployment *appsv1.Deployment
 	// report is the latest usage report about the Deployment named now; nil when none came
 	// since the manager started.
-	report *v1alpha1.VerticalScaler
+	report *recommender.Report
 	// recommendation is the bounded recommendation; nil when there is none yet.
 	recommendation *v1alpha1.Recommendation
 	// policyProblems name the policies that do not fit the Deployment.
@@ -116,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, vs); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Nothing to clean up on the Deployment: it is not ours.
-			r.reports.Delete(req.NamespacedName)
+			r.Reports.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -147,16 +133,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // report returns the latest usage report for the VerticalScaler key, if it is about
 // deploymentName.
-func (r *Reconciler) report(key types.NamespacedName, deploymentName string) *v1alpha1.VerticalScaler {
-	v, ok := r.reports.Load(key)
+func (r *Reconciler) report(key types.NamespacedName, deploymentName string) *recommender.Report {
+	report, ok := r.Reports.Latest(key, deploymentName)
 	if !ok {
 		return nil
 	}
-	report := v.(*v1alpha1.VerticalScaler)
-	if report.Spec.DeploymentName != deploymentName {
-		return nil
-	}
-	return report
+	return &report
 }
 
 // deployment reads the VerticalScaler's Deployment from the cache; nil when it does not exist.
@@ -178,8 +160,8 @@ func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 	containers := obs.deployment.Spec.Template.Spec.Containers
 	obs.policyProblems = unknownContainers(&vs.Spec, containers)
 	estimates := estimatesOf(vs.Status.Recommendation, vs.Spec.DeploymentName)
-	if obs.report != nil && obs.report.Status.Recommendation != nil {
-		estimates = estimatesOf(obs.report.Status.Recommendation, vs.Spec.DeploymentName)
+	if obs.report != nil && obs.report.Recommendation != nil {
+		estimates = estimatesOf(obs.report.Recommendation, vs.Spec.DeploymentName)
 	}
 	obs.recommendation = recommend(&vs.Spec, containers, estimates)
 }

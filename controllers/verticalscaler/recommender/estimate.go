@@ -32,10 +32,12 @@ const (
 	// PodMinMemoryBytes is the smallest memory recommendation for a whole Pod (250 MiB), shared
 	// equally by its containers: below it the first spike is an OOM kill.
 	PodMinMemoryBytes = 250 << 20
-	// DefaultMoveThreshold is how far (as a fraction of the last recommendation) a
-	// recommendation must move before the metrics producer tells the controller: smaller moves
-	// are noise, and each apply in Auto mode rolls the Pods.
-	DefaultMoveThreshold = 0.1
+	// Tolerance is the verticalscaler's hysteresis, as a fraction of the recommendation: a
+	// recommendation that moved less is no news for the poller, and a request this close to the
+	// recommendation is left alone by the controller. Smaller moves are noise, and each apply in
+	// Auto mode rolls the Pods. One value serves both, so that the poller never reports a move
+	// the controller would not apply.
+	Tolerance = 0.1
 )
 
 // mebibyte is the unit memory recommendations are rounded up to: a recommendation of

@@ -27,19 +27,16 @@ const Source sources.Name = "metrics"
 // every 15 to 60 seconds, so reading more often would only read the same sample again.
 const DefaultUsageInterval = time.Minute
 
-// UsageProducer is the producer of the Metrics source. Every Interval it reads the usage of the
-// Pods of each Deployment some VerticalScaler names, adds it to that Deployment's compact
-// per-container history (ContainerHistory), and sends a VerticalScaler an event only when the
-// recommendation moved by more than Threshold from what its status holds, or when usage cannot
-// be read and its status does not say so yet.
+// UsageProducer is the verticalscaler's usage poller, the producer of Source. Every Interval it
+// reads the usage of the Pods of each Deployment some VerticalScaler names, adds it to that
+// Deployment's compact per-container history (ContainerHistory), and has news for a
+// VerticalScaler only when the recommendation moved by more than Threshold from what its status
+// holds, or when usage cannot be read and its status does not say so yet. It stores the news in
+// Reports and sends the VerticalScaler's key.
 //
-// The event carries the news: its object is a *v1alpha1.VerticalScaler holding only its key,
-// spec.deploymentName and the status the producer knows: status.recommendation (uncapped:
-// bounding it by the VerticalScaler's policies is the controller's job) with
-// RecommendationProvided=True, or no recommendation and RecommendationProvided=False with reason
-// MetricsUnavailable. The producer
-// compares with the status the controller wrote, not with what it sent, so a dropped event is
-// sent again on the next cycle: level-triggered, like the periodic source.
+// The producer compares with the status the controller wrote, not with what it sent, so news
+// whose event was dropped is sent again on the next cycle: level-triggered, like the periodic
+// source.
 type UsageProducer struct {
 	// Cache lists VerticalScalers and reads Deployments; the manager's cache.
 	Cache client.Reader
@@ -49,6 +46,8 @@ type UsageProducer struct {
 	Interval time.Duration
 	// Threshold is the fraction by which a recommendation must move to be sent.
 	Threshold float64
+	// Reports receives the news; the controller reads it from there.
+	Reports *Reports
 
 	// histories are per Deployment; only Run's goroutine touches them.
 	histories map[types.NamespacedName]*deploymentHistory
@@ -93,10 +92,14 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 			if r == nil {
 				continue
 			}
+			key := types.NamespacedName{Namespace: vs.Namespace, Name: vs.Name}
+			p.Reports.Store(key, *r)
+			// Only the key travels: the news is in Reports.
+			news := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 			for _, controller := range producer.Consumers() {
 				// A full buffer drops the event and counts it; the next cycle sends it again
 				// because the status still differs.
-				if err := producer.Send(controller, r); err != nil && !errors.Is(err, sources.ErrBufferFull) {
+				if err := producer.Send(controller, news); err != nil && !errors.Is(err, sources.ErrBufferFull) {
 					log.Error(err, "Sending usage report failed", "controller", controller)
 				}
 			}
@@ -185,23 +188,18 @@ func (h *deploymentHistory) add(pods []PodUsage, containers map[string]bool) {
 // report to the next, so that a report changes the status only through the recommendation.
 const recommendedMessage = "Recommended from the usage of the Deployment's Pods"
 
-// report returns the event to send to vs, or nil when its status already says it: the estimates
-// moved by no more than threshold from status.recommendation's uncapped targets, or usage
-// cannot be read and the status already says MetricsUnavailable. With no estimate yet (no
-// samples) there is nothing to say.
-func report(vs *v1alpha1.VerticalScaler, estimates map[string]Estimate, readErr error, threshold float64) *v1alpha1.VerticalScaler {
+// report returns the news for vs, or nil when its status already says it: the estimates moved
+// by no more than threshold from status.recommendation's uncapped targets, or usage cannot be
+// read and the status already says MetricsUnavailable. With no estimate yet (no samples) there
+// is nothing to say.
+func report(vs *v1alpha1.VerticalScaler, estimates map[string]Estimate, readErr error, threshold float64) *Report {
 	provided := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided)
-	// The Deployment travels with the report, so that a report about the Deployment a
-	// VerticalScaler named before is not taken for one about the one it names now.
-	out := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: vs.Namespace, Name: vs.Name},
-		Spec: v1alpha1.VerticalScalerSpec{DeploymentName: vs.Spec.DeploymentName}}
 	if readErr != nil {
 		if provided != nil && provided.Reason == v1alpha1.ReasonMetricsUnavailable {
 			return nil
 		}
-		out.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRecommendationProvided,
+		return &Report{DeploymentName: vs.Spec.DeploymentName, Provided: metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided,
 			Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonMetricsUnavailable, Message: readErr.Error()}}
-		return out
 	}
 	if len(estimates) == 0 {
 		return nil
@@ -222,10 +220,9 @@ func report(vs *v1alpha1.VerticalScaler, estimates map[string]Estimate, readErr 
 			UncappedTarget: e.Target,
 		})
 	}
-	out.Status.Recommendation = rec
-	out.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRecommendationProvided,
-		Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRecommended, Message: recommendedMessage}}
-	return out
+	return &Report{DeploymentName: vs.Spec.DeploymentName, Recommendation: rec, Provided: metav1.Condition{
+		Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRecommended,
+		Message: recommendedMessage}}
 }
 
 // moved says whether any container's estimate moved by more than threshold from the uncapped

@@ -171,13 +171,24 @@ func scaler(name, deploymentName string) *v1alpha1.VerticalScaler {
 		Spec: v1alpha1.VerticalScalerSpec{DeploymentName: deploymentName}}
 }
 
-// received drains what the producer sent, by VerticalScaler name.
-func received(ch <-chan event.GenericEvent) map[string]*v1alpha1.VerticalScaler {
-	out := map[string]*v1alpha1.VerticalScaler{}
+// received drains what the producer sent and returns, by VerticalScaler name, the report it
+// stored for each. An event carries only the VerticalScaler's key.
+func received(t *testing.T, ch <-chan event.GenericEvent, reports *Reports) map[string]*Report {
+	t.Helper()
+	out := map[string]*Report{}
 	for {
 		select {
 		case e := <-ch:
-			out[e.Object.GetName()] = e.Object.(*v1alpha1.VerticalScaler)
+			if _, ok := e.Object.(*metav1.PartialObjectMetadata); !ok {
+				t.Errorf("event carries a %T, want only a key", e.Object)
+			}
+			key := client.ObjectKeyFromObject(e.Object)
+			v, ok := reports.m.Load(key)
+			if !ok {
+				t.Fatalf("event for %s, but no report stored", key)
+			}
+			r := v.(Report)
+			out[key.Name] = &r
 		default:
 			return out
 		}
@@ -185,14 +196,12 @@ func received(ch <-chan event.GenericEvent) map[string]*v1alpha1.VerticalScaler 
 }
 
 // asController writes what a report says into vs's status, as the controller would.
-func asController(t *testing.T, c client.Client, vs *v1alpha1.VerticalScaler, r *v1alpha1.VerticalScaler) {
+func asController(t *testing.T, c client.Client, vs *v1alpha1.VerticalScaler, r *Report) {
 	t.Helper()
-	if r.Status.Recommendation != nil {
-		vs.Status.Recommendation = r.Status.Recommendation
+	if r.Recommendation != nil {
+		vs.Status.Recommendation = r.Recommendation
 	}
-	for _, cond := range r.Status.Conditions {
-		meta.SetStatusCondition(&vs.Status.Conditions, cond)
-	}
+	meta.SetStatusCondition(&vs.Status.Conditions, r.Provided)
 	if err := c.Status().Update(context.Background(), vs); err != nil {
 		t.Fatal(err)
 	}
@@ -208,12 +217,13 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	registry := newTestRegistry(t, 10)
 	ch := registry.Subscribe(Source, "verticalscaler")
 	usage := &fakeUsage{}
-	p := &UsageProducer{Cache: c, Usage: usage, Threshold: DefaultMoveThreshold}
+	reports := &Reports{}
+	p := &UsageProducer{Cache: c, Usage: usage, Threshold: Tolerance, Reports: reports}
 	producer := registry.Producer(Source)
-	cycle := func(pods ...PodUsage) map[string]*v1alpha1.VerticalScaler {
+	cycle := func(pods ...PodUsage) map[string]*Report {
 		usage.pods = pods
 		p.cycle(ctx, producer)
-		return received(ch)
+		return received(t, ch, reports)
 	}
 	sample := func(pod string, at time.Duration, cpu string) PodUsage {
 		return PodUsage{Pod: pod, Timestamp: t0.Add(at), Containers: map[string]corev1.ResourceList{
@@ -232,11 +242,11 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	want := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("588m", "363Mi"), LowerBound: list("588m", "363Mi"),
 		UpperBound: list("588m", "363Mi"), UncappedTarget: list("588m", "363Mi")}}}
-	if diff := cmp.Diff(want, got["web"].Status.Recommendation, quantities); diff != "" {
+	if diff := cmp.Diff(want, got["web"].Recommendation, quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
-	provided := meta.FindStatusCondition(got["web"].Status.Conditions, v1alpha1.ConditionRecommendationProvided)
-	if provided == nil || provided.Status != metav1.ConditionTrue || provided.Reason != v1alpha1.ReasonRecommended {
+	provided := got["web"].Provided
+	if provided.Status != metav1.ConditionTrue || provided.Reason != v1alpha1.ReasonRecommended {
 		t.Errorf("RecommendationProvided = %+v, want True Recommended", provided)
 	}
 
@@ -254,7 +264,7 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 		t.Errorf("move under the threshold: sent %v", got)
 	}
 	// A lasting move beyond the threshold is sent.
-	var moved map[string]*v1alpha1.VerticalScaler
+	var moved map[string]*Report
 	for i := 2; i < 10 && len(moved) == 0; i++ {
 		moved = cycle(sample("web-1", time.Duration(i)*time.Minute, "2"), sample("web-2", time.Duration(i)*time.Minute, "2"))
 	}
@@ -266,11 +276,11 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	// Metrics unavailable: said once, then not again while the status says it.
 	usage.err = errors.New("the server could not find the requested resource")
 	got = cycle()
-	provided = meta.FindStatusCondition(got["web"].Status.Conditions, v1alpha1.ConditionRecommendationProvided)
-	if provided == nil || provided.Reason != v1alpha1.ReasonMetricsUnavailable || !strings.Contains(provided.Message, "could not find") {
+	provided = got["web"].Provided
+	if provided.Reason != v1alpha1.ReasonMetricsUnavailable || !strings.Contains(provided.Message, "could not find") {
 		t.Fatalf("unavailable: sent %+v, want MetricsUnavailable with the error", provided)
 	}
-	if got["web"].Status.Recommendation != nil {
+	if got["web"].Recommendation != nil {
 		t.Error("an unavailable report carries a recommendation")
 	}
 	asController(t, c, web, got["web"])
@@ -280,7 +290,7 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 
 	// Back: the history was kept, so the recommendation is sent again at once.
 	usage.err = nil
-	if got := cycle(sample("web-1", time.Hour, "2")); got["web"] == nil || got["web"].Status.Recommendation == nil {
+	if got := cycle(sample("web-1", time.Hour, "2")); got["web"] == nil || got["web"].Recommendation == nil {
 		t.Errorf("metrics back: sent %v, want the recommendation", got)
 	}
 
@@ -299,7 +309,7 @@ func TestUsageProducerFullBufferDoesNotBlock(t *testing.T) {
 		WithObjects(deployment("web", "app"), scaler("a", "web"), scaler("b", "web")).Build()
 	registry := newTestRegistry(t, 1)
 	registry.Subscribe(Source, "verticalscaler")
-	p := &UsageProducer{Cache: c, Threshold: DefaultMoveThreshold, Usage: &fakeUsage{pods: []PodUsage{{
+	p := &UsageProducer{Cache: c, Threshold: Tolerance, Reports: &Reports{}, Usage: &fakeUsage{pods: []PodUsage{{
 		Pod: "web-1", Timestamp: time.Now(), Containers: map[string]corev1.ResourceList{"app": list("1", "1Gi")}}}}}
 	done := make(chan struct{})
 	go func() { p.cycle(context.Background(), registry.Producer(Source)); close(done) }()
@@ -314,10 +324,10 @@ func TestMovedFromARecommendationForAnotherDeployment(t *testing.T) {
 	estimates := map[string]Estimate{"app": {Target: list("100m", "")}}
 	status := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{
 		{ContainerName: "app", UncappedTarget: list("100m", "")}}}
-	if moved(status, "web", estimates, DefaultMoveThreshold) {
+	if moved(status, "web", estimates, Tolerance) {
 		t.Error("same Deployment, same target: moved")
 	}
-	if !moved(status, "api", estimates, DefaultMoveThreshold) {
+	if !moved(status, "api", estimates, Tolerance) {
 		t.Error("the status holds web's recommendation and the VerticalScaler now names api: not moved")
 	}
 }
