@@ -1,9 +1,102 @@
 package v1alpha1
 
-// Condition types shared by the kinds of this package. Types are adjectives, as the Kubernetes API
-// conventions ask, so that "True" always reads as the good state.
+// This file holds the words of the API's status and Events: condition types and the reasons the
+// controllers give, in one place, so that users, dashboards and alerts have one list to read.
+// Types are adjectives, as the Kubernetes API conventions ask, so that "True" always reads as
+// the good state; reasons are PascalCase.
+
+// Condition types shared by the kinds of this package.
 const (
 	// ConditionReady is True when the object's controller has done everything the spec asks and
 	// the result is serving.
 	ConditionReady = "Ready"
+)
+
+// MyApp condition types, besides ConditionReady. They mirror the owned Deployment's conditions of
+// the same names, so that "kubectl get ma -o yaml" answers without a second lookup.
+const (
+	// ConditionAvailable mirrors the Deployment's Available condition: enough Pods are ready.
+	ConditionAvailable = "Available"
+	// ConditionProgressing mirrors the Deployment's Progressing condition: a rollout is moving or
+	// has completed.
+	ConditionProgressing = "Progressing"
+)
+
+// Reasons of a MyApp's Ready condition, and of Available and Progressing when the Deployment
+// has not reported them (otherwise those carry the Deployment's own reasons).
+const (
+	// ReasonAllReplicasReady: every replica of the Deployment is ready and updated.
+	ReasonAllReplicasReady = "AllReplicasReady"
+	// ReasonDeploymentConflict: a Deployment of the MyApp's name is controlled by someone else.
+	ReasonDeploymentConflict = "DeploymentConflict"
+	// ReasonServiceConflict: a Service of the MyApp's name is controlled by someone else.
+	ReasonServiceConflict = "ServiceConflict"
+	// ReasonDeploymentPending: the Deployment has not been observed yet.
+	ReasonDeploymentPending = "DeploymentPending"
+	// ReasonRolloutPending: the Deployment controller has not observed the latest generation.
+	ReasonRolloutPending = "RolloutPending"
+	// ReasonReplicasNotReady: fewer replicas are ready or updated than the spec asks.
+	ReasonReplicasNotReady = "ReplicasNotReady"
+	// ReasonNotAvailable: the Deployment is not available.
+	ReasonNotAvailable = "NotAvailable"
+	// ReasonProgressDeadlineExceeded: the rollout made no progress within its deadline.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonNotReportedByDeployment: the Deployment has not reported the mirrored condition.
+	ReasonNotReportedByDeployment = "NotReportedByDeployment"
+)
+
+// Reasons of a MyApp's normal Events.
+const (
+	// ReasonCreated: the controller created the Deployment or the Service.
+	ReasonCreated = "Created"
+	// ReasonUpdated: the controller changed the Deployment or the Service.
+	ReasonUpdated = "Updated"
+)
+
+// VerticalScaler condition types, besides ConditionReady.
+const (
+	// ConditionDeploymentFound is True when the Deployment named by spec.deploymentName exists.
+	ConditionDeploymentFound = "DeploymentFound"
+	// ConditionRecommendationProvided is True when usage metrics gave a recommendation.
+	ConditionRecommendationProvided = "RecommendationProvided"
+	// ConditionApplied is True when the Deployment's containers carry the recommendation
+	// (always False in updateMode Off).
+	ConditionApplied = "Applied"
+)
+
+// Reasons of a VerticalScaler's conditions.
+const (
+	// ReasonDeploymentFound: the Deployment named by spec.deploymentName exists.
+	ReasonDeploymentFound = "DeploymentFound"
+	// ReasonDeploymentNotFound: the Deployment named by spec.deploymentName does not exist.
+	ReasonDeploymentNotFound = "DeploymentNotFound"
+	// ReasonRecommended: usage samples gave a recommendation.
+	ReasonRecommended = "Recommended"
+	// ReasonMetricsUnavailable: usage could not be read; the last recommendation is kept.
+	ReasonMetricsUnavailable = "MetricsUnavailable"
+	// ReasonNoUsageYet: no usage of the Deployment's Pods has been read yet.
+	ReasonNoUsageYet = "NoUsageYet"
+	// ReasonContainerNotFound: a container policy names a container the Deployment lacks.
+	ReasonContainerNotFound = "ContainerNotFound"
+	// ReasonApplied: the Deployment's requests are within the tolerance of the recommendation.
+	ReasonApplied = "Applied"
+	// ReasonUpdateModeOff: updateMode is Off, so the recommendation is only reported.
+	ReasonUpdateModeOff = "UpdateModeOff"
+	// ReasonNoRecommendation: there is no recommendation to apply yet.
+	ReasonNoRecommendation = "NoRecommendation"
+	// ReasonWaitingForMinApplyInterval: the last write to the Deployment is too recent.
+	ReasonWaitingForMinApplyInterval = "WaitingForMinApplyInterval"
+	// ReasonApplyFailed: writing the recommendation to the Deployment failed.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonRecommendationCurrent is the reason of a VerticalScaler's Ready=True: the
+	// recommendation is current (and, in Auto mode, applied).
+	ReasonRecommendationCurrent = "Ready"
+)
+
+// Reasons of the configmapwatcher's Events on a workload.
+const (
+	// ReasonConfigChanged: the data the workload uses changed, and it was rolled.
+	ReasonConfigChanged = "ConfigChanged"
+	// ReasonConfigMapMissing: a ConfigMap the workload uses does not exist, so it was not rolled.
+	ReasonConfigMapMissing = "ConfigMapMissing"
 )

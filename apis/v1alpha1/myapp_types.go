@@ -4,16 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MyApp condition types, besides ConditionReady. They mirror the owned Deployment's conditions of
-// the same names, so that "kubectl get ma -o yaml" answers without a second lookup.
-const (
-	// ConditionAvailable mirrors the Deployment's Available condition: enough Pods are ready.
-	ConditionAvailable = "Available"
-	// ConditionProgressing mirrors the Deployment's Progressing condition: a rollout is moving or
-	// has completed.
-	ConditionProgressing = "Progressing"
-)
-
 // MyAppPhase is a one-word summary of a MyApp, derived from its conditions.
 // +kubebuilder:validation:Enum=Pending;Running;Failed;Terminating
 type MyAppPhase string

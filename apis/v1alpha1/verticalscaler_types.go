@@ -5,26 +5,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// VerticalScaler condition types, besides ConditionReady.
-const (
-	// ConditionDeploymentFound is True when the Deployment named by spec.deploymentName exists.
-	ConditionDeploymentFound = "DeploymentFound"
-	// ConditionRecommendationProvided is True when usage metrics gave a recommendation.
-	ConditionRecommendationProvided = "RecommendationProvided"
-	// ConditionApplied is True when the Deployment's containers carry the recommendation
-	// (always False in updateMode Off).
-	ConditionApplied = "Applied"
-)
-
-// Reasons of the RecommendationProvided condition that the metrics source reports, besides
-// those the controller sets.
-const (
-	// ReasonRecommended: usage samples gave a recommendation.
-	ReasonRecommended = "Recommended"
-	// ReasonMetricsUnavailable: usage could not be read; the last recommendation is kept.
-	ReasonMetricsUnavailable = "MetricsUnavailable"
-)
-
 // UpdateMode says whether a VerticalScaler only recommends or also applies.
 // +kubebuilder:validation:Enum=Off;Auto
 type UpdateMode string

@@ -32,9 +32,6 @@ import (
 // manager.
 const ControllerName = "configmapwatcher"
 
-// ReasonConfigMapMissing is the reason of the warning Event for a missing ConfigMap.
-const ReasonConfigMapMissing = "ConfigMapMissing"
-
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -173,7 +170,7 @@ func (r *Reconciler) applyHash(ctx context.Context, deployment *appsv1.Deploymen
 		return fmt.Errorf("applying the config hash to Deployment as %s: %w", ControllerName, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Rolled Deployment", "fieldManager", ControllerName, "previousHash", previous, "hash", hash)
-	r.Recorder.Eventf(deployment, nil, corev1.EventTypeNormal, "ConfigChanged", "Roll",
+	r.Recorder.Eventf(deployment, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Roll",
 		"Rolled Deployment %s: the data of its ConfigMaps changed", deployment.Name)
 	return nil
 }
@@ -182,7 +179,7 @@ func (r *Reconciler) applyHash(ctx context.Context, deployment *appsv1.Deploymen
 func (r *Reconciler) warnMissing(ctx context.Context, deployment *appsv1.Deployment, missing []string) {
 	msg := fmt.Sprintf("not rolled: ConfigMap %s not found", strings.Join(missing, ", "))
 	ctrl.LoggerFrom(ctx).Info("ConfigMap missing; Deployment not rolled", "configMaps", missing)
-	r.Recorder.Eventf(deployment, nil, corev1.EventTypeWarning, ReasonConfigMapMissing, "Roll", "%s", msg)
+	r.Recorder.Eventf(deployment, nil, corev1.EventTypeWarning, v1alpha1.ReasonConfigMapMissing, "Roll", "%s", msg)
 }
 
 // TrimDeployment keeps of a Deployment what this controller reads: its metadata without managed

@@ -13,7 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/switchboard/controllers/configmapwatcher"
+	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/testenv"
 )
 
@@ -236,12 +236,12 @@ func waitWarning(t *testing.T, ns, name, note string) {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Type == corev1.EventTypeWarning && e.Reason == configmapwatcher.ReasonConfigMapMissing &&
+			if e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.ReasonConfigMapMissing &&
 				e.Regarding.Kind == "Deployment" && e.Regarding.Name == name && e.Note == note {
 				return nil
 			}
 		}
-		return fmt.Errorf("no %s warning %q about Deployment %s among %d Events", configmapwatcher.ReasonConfigMapMissing, note, name, len(list.Items))
+		return fmt.Errorf("no %s warning %q about Deployment %s among %d Events", v1alpha1.ReasonConfigMapMissing, note, name, len(list.Items))
 	})
 }
 

@@ -233,9 +233,9 @@ func (r *Reconciler) conflict(ctx context.Context, app *v1alpha1.MyApp, err erro
 	if !errors.As(err, &c) {
 		return nil
 	}
-	reason := ReasonDeploymentConflict
+	reason := v1alpha1.ReasonDeploymentConflict
 	if c.kind == "Service" {
-		reason = ReasonServiceConflict
+		reason = v1alpha1.ReasonServiceConflict
 	}
 	r.warnOnce(ctx, app, reason, c.Error())
 	return &blocker{Reason: reason, Message: c.Error()}
@@ -324,9 +324,9 @@ func (r *Reconciler) recordApplied(ctx context.Context, app *v1alpha1.MyApp, cha
 	}
 	note := strings.Join(changes, ", ")
 	ctrl.LoggerFrom(ctx).Info("Applied "+note, "fieldManager", ControllerName)
-	reason := "Updated"
+	reason := v1alpha1.ReasonUpdated
 	if strings.HasPrefix(changes[0], "created") {
-		reason = "Created"
+		reason = v1alpha1.ReasonCreated
 	}
 	r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, "Apply", "%s for MyApp %s", upperFirst(note), app.Name)
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/testenv"
-	"github.com/example/switchboard/controllers/myapp"
 )
 
 const timeout = 20 * time.Second
@@ -153,7 +152,7 @@ func TestStatusFollowsDeployment(t *testing.T) {
 		return nil
 	})
 	for _, want := range []metav1.Condition{
-		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: myapp.ReasonReady},
+		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAllReplicasReady},
 		{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
 		{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
 	} {
@@ -321,8 +320,8 @@ func TestNameConflictBlocksWithoutTakeover(t *testing.T) {
 			return err
 		}
 		ready := meta.FindStatusCondition(app.Status.Conditions, v1alpha1.ConditionReady)
-		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != myapp.ReasonDeploymentConflict {
-			return fmt.Errorf("Ready = %+v, want False %s", ready, myapp.ReasonDeploymentConflict)
+		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ReasonDeploymentConflict {
+			return fmt.Errorf("Ready = %+v, want False %s", ready, v1alpha1.ReasonDeploymentConflict)
 		}
 		if app.Status.Phase != v1alpha1.MyAppFailed {
 			return fmt.Errorf("phase %q, want Failed", app.Status.Phase)
@@ -335,11 +334,11 @@ func TestNameConflictBlocksWithoutTakeover(t *testing.T) {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Reason == myapp.ReasonDeploymentConflict && e.Regarding.Name == app.Name && e.Type == corev1.EventTypeWarning {
+			if e.Reason == v1alpha1.ReasonDeploymentConflict && e.Regarding.Name == app.Name && e.Type == corev1.EventTypeWarning {
 				return nil
 			}
 		}
-		return fmt.Errorf("no %s warning Event among %d events", myapp.ReasonDeploymentConflict, len(list.Items))
+		return fmt.Errorf("no %s warning Event among %d events", v1alpha1.ReasonDeploymentConflict, len(list.Items))
 	})
 	if err := get(t, foreign); err != nil {
 		t.Fatal(err)

@@ -11,19 +11,6 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 )
 
-// Reasons of the Ready condition, beyond the ones mirrored from the Deployment.
-const (
-	ReasonReady                    = "AllReplicasReady"
-	ReasonDeploymentConflict       = "DeploymentConflict"
-	ReasonServiceConflict          = "ServiceConflict"
-	ReasonDeploymentPending        = "DeploymentPending"
-	ReasonRolloutPending           = "RolloutPending"
-	ReasonReplicasNotReady         = "ReplicasNotReady"
-	ReasonNotAvailable             = "NotAvailable"
-	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
-	ReasonNotReported              = "NotReportedByDeployment"
-)
-
 // blocker is why the spec cannot be carried out as it stands. It ends in Ready=False and phase
 // Failed until the cause goes away.
 type blocker struct {
@@ -69,7 +56,7 @@ func computeStatus(app *v1alpha1.MyApp, seen observation) v1alpha1.MyAppStatus {
 
 // mirror copies the Deployment's condition of type from as the MyApp condition of type to.
 func mirror(d *appsv1.Deployment, from appsv1.DeploymentConditionType, to string, gen int64) metav1.Condition {
-	c := metav1.Condition{Type: to, Status: metav1.ConditionUnknown, Reason: ReasonNotReported, ObservedGeneration: gen,
+	c := metav1.Condition{Type: to, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonNotReportedByDeployment, ObservedGeneration: gen,
 		Message: fmt.Sprintf("the Deployment has not reported %s yet", from)}
 	if d == nil {
 		return c
@@ -98,19 +85,19 @@ func readyCondition(app *v1alpha1.MyApp, seen observation) metav1.Condition {
 	case seen.blocked != nil:
 		return notReady(seen.blocked.Reason, "%s", seen.blocked.Message)
 	case d == nil:
-		return notReady(ReasonDeploymentPending, "the Deployment has not been observed yet")
+		return notReady(v1alpha1.ReasonDeploymentPending, "the Deployment has not been observed yet")
 	case d.Status.ObservedGeneration < d.Generation:
-		return notReady(ReasonRolloutPending, "the Deployment controller has not observed generation %d yet", d.Generation)
-	case deploymentCondition(d, appsv1.DeploymentProgressing).Reason == ReasonProgressDeadlineExceeded:
-		return notReady(ReasonProgressDeadlineExceeded, "the rollout made no progress within its deadline: %s",
+		return notReady(v1alpha1.ReasonRolloutPending, "the Deployment controller has not observed generation %d yet", d.Generation)
+	case deploymentCondition(d, appsv1.DeploymentProgressing).Reason == v1alpha1.ReasonProgressDeadlineExceeded:
+		return notReady(v1alpha1.ReasonProgressDeadlineExceeded, "the rollout made no progress within its deadline: %s",
 			deploymentCondition(d, appsv1.DeploymentProgressing).Message)
 	case d.Status.ReadyReplicas < app.Spec.Replicas || d.Status.UpdatedReplicas < app.Spec.Replicas:
-		return notReady(ReasonReplicasNotReady, "%d of %d replicas ready, %d updated",
+		return notReady(v1alpha1.ReasonReplicasNotReady, "%d of %d replicas ready, %d updated",
 			d.Status.ReadyReplicas, app.Spec.Replicas, d.Status.UpdatedReplicas)
 	case deploymentCondition(d, appsv1.DeploymentAvailable).Status != corev1.ConditionTrue:
-		return notReady(ReasonNotAvailable, "the Deployment is not available")
+		return notReady(v1alpha1.ReasonNotAvailable, "the Deployment is not available")
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady,
+	return metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAllReplicasReady,
 		Message: fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, app.Spec.Replicas), ObservedGeneration: app.Generation}
 }
 
@@ -121,8 +108,8 @@ func phase(app *v1alpha1.MyApp, ready metav1.Condition) v1alpha1.MyAppPhase {
 		return v1alpha1.MyAppTerminating
 	case ready.Status == metav1.ConditionTrue:
 		return v1alpha1.MyAppRunning
-	case ready.Reason == ReasonDeploymentConflict, ready.Reason == ReasonServiceConflict,
-		ready.Reason == ReasonProgressDeadlineExceeded:
+	case ready.Reason == v1alpha1.ReasonDeploymentConflict, ready.Reason == v1alpha1.ReasonServiceConflict,
+		ready.Reason == v1alpha1.ReasonProgressDeadlineExceeded:
 		return v1alpha1.MyAppFailed
 	}
 	return v1alpha1.MyAppPending

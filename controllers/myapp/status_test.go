@@ -40,34 +40,34 @@ func TestComputeStatus(t *testing.T) {
 		wantObserved  int64
 	}{
 		{name: "no Deployment yet", seen: observation{applied: true},
-			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: ReasonDeploymentPending,
+			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonDeploymentPending,
 			wantAvailable: metav1.ConditionUnknown, wantObserved: 4},
 		{name: "rollout not observed", seen: observation{applied: true, deployment: deploymentWith(2, 1, 3, 3, available, progressing)},
-			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: ReasonRolloutPending,
+			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonRolloutPending,
 			wantAvailable: metav1.ConditionTrue, wantReplicas: 3, wantObserved: 4},
 		{name: "replicas not ready", seen: observation{applied: true, deployment: deploymentWith(2, 2, 1, 3, unavailable, progressing)},
-			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: ReasonReplicasNotReady,
+			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonReplicasNotReady,
 			wantAvailable: metav1.ConditionFalse, wantReplicas: 1, wantObserved: 4},
 		{name: "old replicas ready, new ones not updated", seen: observation{applied: true, deployment: deploymentWith(2, 2, 3, 1, available, progressing)},
-			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: ReasonReplicasNotReady,
+			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonReplicasNotReady,
 			wantAvailable: metav1.ConditionTrue, wantReplicas: 3, wantObserved: 4},
 		{name: "ready", seen: observation{applied: true, deployment: deploymentWith(2, 2, 3, 3, available, progressing)},
-			wantPhase: v1alpha1.MyAppRunning, wantReady: metav1.ConditionTrue, wantReason: ReasonReady,
+			wantPhase: v1alpha1.MyAppRunning, wantReady: metav1.ConditionTrue, wantReason: v1alpha1.ReasonAllReplicasReady,
 			wantAvailable: metav1.ConditionTrue, wantReplicas: 3, wantObserved: 4},
 		{name: "all ready but not available", seen: observation{applied: true, deployment: deploymentWith(2, 2, 3, 3, unavailable, progressing)},
-			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: ReasonNotAvailable,
+			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNotAvailable,
 			wantAvailable: metav1.ConditionFalse, wantReplicas: 3, wantObserved: 4},
 		{name: "progress deadline exceeded", seen: observation{applied: true, deployment: deploymentWith(2, 2, 1, 3, unavailable, stuck)},
-			wantPhase: v1alpha1.MyAppFailed, wantReady: metav1.ConditionFalse, wantReason: ReasonProgressDeadlineExceeded,
+			wantPhase: v1alpha1.MyAppFailed, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonProgressDeadlineExceeded,
 			wantAvailable: metav1.ConditionFalse, wantReplicas: 1, wantObserved: 4},
-		{name: "name conflict keeps the old observedGeneration", seen: observation{blocked: &blocker{Reason: ReasonServiceConflict, Message: "taken"}},
-			wantPhase: v1alpha1.MyAppFailed, wantReady: metav1.ConditionFalse, wantReason: ReasonServiceConflict,
+		{name: "name conflict keeps the old observedGeneration", seen: observation{blocked: &blocker{Reason: v1alpha1.ReasonServiceConflict, Message: "taken"}},
+			wantPhase: v1alpha1.MyAppFailed, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonServiceConflict,
 			wantAvailable: metav1.ConditionUnknown, wantObserved: 3},
 		{name: "failed write keeps the old observedGeneration", seen: observation{deployment: deploymentWith(2, 2, 3, 3, available, progressing)},
-			wantPhase: v1alpha1.MyAppRunning, wantReady: metav1.ConditionTrue, wantReason: ReasonReady,
+			wantPhase: v1alpha1.MyAppRunning, wantReady: metav1.ConditionTrue, wantReason: v1alpha1.ReasonAllReplicasReady,
 			wantAvailable: metav1.ConditionTrue, wantReplicas: 3, wantObserved: 3},
 		{name: "deleting", deleting: true, seen: observation{applied: true, deployment: deploymentWith(2, 2, 3, 3, available, progressing)},
-			wantPhase: v1alpha1.MyAppTerminating, wantReady: metav1.ConditionTrue, wantReason: ReasonReady,
+			wantPhase: v1alpha1.MyAppTerminating, wantReady: metav1.ConditionTrue, wantReason: v1alpha1.ReasonAllReplicasReady,
 			wantAvailable: metav1.ConditionTrue, wantReplicas: 3, wantObserved: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,10 +107,10 @@ func TestComputeStatusIsStable(t *testing.T) {
 		t.Errorf("recomputed status differs (-first +second):\n%s", diff)
 	}
 
-	seen.blocked = &blocker{Reason: ReasonDeploymentConflict, Message: "taken"}
+	seen.blocked = &blocker{Reason: v1alpha1.ReasonDeploymentConflict, Message: "taken"}
 	second := computeStatus(app, seen)
 	before, after := condition(first, v1alpha1.ConditionReady), condition(second, v1alpha1.ConditionReady)
-	if after.Reason != ReasonDeploymentConflict || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
+	if after.Reason != v1alpha1.ReasonDeploymentConflict || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
 		t.Errorf("Ready went from %+v to %+v: a new reason with the same status must keep the transition time", before, after)
 	}
 	if diff := cmp.Diff(first.Conditions, second.Conditions, cmpopts.IgnoreFields(metav1.Condition{}, "Reason", "Message")); diff != "" {

@@ -41,15 +41,6 @@ type applyState struct {
 	appliedAt time.Time
 }
 
-// Reasons of the Applied condition.
-const (
-	ReasonApplied            = "Applied"
-	ReasonUpdateModeOff      = "UpdateModeOff"
-	ReasonNoRecommendation   = "NoRecommendation"
-	ReasonWaitingMinInterval = "WaitingForMinApplyInterval"
-	ReasonApplyFailed        = "ApplyFailed"
-)
-
 // needsUpdate says whether any controlled request of the containers is missing or off its
 // desired value by more than recommender.Tolerance.
 func needsUpdate(current []corev1.Container, desired map[string]corev1.ResourceRequirements) bool {
@@ -135,10 +126,10 @@ func desiredDeployment(d *appsv1.Deployment, desired map[string]corev1.ResourceR
 func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.VerticalScaler, d *appsv1.Deployment, rec *v1alpha1.Recommendation) (applyState, error) {
 	desired := desiredResourcesOf(&vs.Spec, d.Spec.Template.Spec.Containers, rec)
 	if len(desired) == 0 {
-		return applyState{reason: ReasonNoRecommendation, message: "No controlled resource of any container has a recommendation"}, nil
+		return applyState{reason: v1alpha1.ReasonNoRecommendation, message: "No controlled resource of any container has a recommendation"}, nil
 	}
 	if !needsUpdate(d.Spec.Template.Spec.Containers, desired) {
-		return applyState{reason: ReasonApplied, message: appliedMessage}, nil
+		return applyState{reason: v1alpha1.ReasonApplied, message: appliedMessage}, nil
 	}
 	now := time.Now()
 	var last *time.Time
@@ -146,7 +137,7 @@ func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.Verti
 		last = &vs.Status.LastAppliedTime.Time
 	}
 	if wait := untilNextApply(last, now, MinApplyInterval); wait > 0 {
-		return applyState{reason: ReasonWaitingMinInterval, wait: wait,
+		return applyState{reason: v1alpha1.ReasonWaitingForMinApplyInterval, wait: wait,
 			message: fmt.Sprintf("The last write was at %s; the next is allowed %s after it", last.UTC().Format(time.RFC3339), MinApplyInterval)}, nil
 	}
 	owned, err := appsv1ac.ExtractDeployment(d, ControllerName)
@@ -155,9 +146,9 @@ func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.Verti
 	}
 	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, runtime.ApplyConfiguration(owned), desiredDeployment(d, desired))
 	if err != nil {
-		return applyState{reason: ReasonApplyFailed, message: err.Error()}, fmt.Errorf("Deployment %s: %w", d.Name, err)
+		return applyState{reason: v1alpha1.ReasonApplyFailed, message: err.Error()}, fmt.Errorf("Deployment %s: %w", d.Name, err)
 	}
-	state := applyState{reason: ReasonApplied, message: appliedMessage}
+	state := applyState{reason: v1alpha1.ReasonApplied, message: appliedMessage}
 	if changed {
 		ctrl.LoggerFrom(ctx).Info("Applied recommendation to Deployment", "deployment", d.Name, "fieldManager", ControllerName)
 		state.appliedAt = now

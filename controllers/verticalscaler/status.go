@@ -10,15 +10,6 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 )
 
-// Reasons of the controller's conditions (the metrics source's are in v1alpha1).
-const (
-	ReasonDeploymentFound   = "DeploymentFound"
-	ReasonDeploymentMissing = "DeploymentNotFound"
-	ReasonNoUsageYet        = "NoUsageYet"
-	ReasonContainerNotFound = "ContainerNotFound"
-	ReasonReady             = "Ready"
-)
-
 // computeStatus is the one place a VerticalScaler's status is computed, from what one reconcile
 // observed and did. What it cannot see this time (the recommendation, the
 // RecommendationProvided condition when no usage report came since the manager started) it
@@ -35,9 +26,9 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 
 	found := obs.deployment != nil
 	if found {
-		set(v1alpha1.ConditionDeploymentFound, true, ReasonDeploymentFound, fmt.Sprintf("Deployment %s exists", vs.Spec.DeploymentName))
+		set(v1alpha1.ConditionDeploymentFound, true, v1alpha1.ReasonDeploymentFound, fmt.Sprintf("Deployment %s exists", vs.Spec.DeploymentName))
 	} else {
-		set(v1alpha1.ConditionDeploymentFound, false, ReasonDeploymentMissing,
+		set(v1alpha1.ConditionDeploymentFound, false, v1alpha1.ReasonDeploymentNotFound,
 			fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace))
 	}
 
@@ -84,7 +75,7 @@ func providedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Cond
 		return *c
 	}
 	return metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionFalse,
-		Reason: ReasonNoUsageYet, Message: "No usage of the Deployment's Pods has been read yet"}
+		Reason: v1alpha1.ReasonNoUsageYet, Message: "No usage of the Deployment's Pods has been read yet"}
 }
 
 // appliedCondition is Applied: whether the Deployment carries the recommendation (Auto mode
@@ -93,14 +84,14 @@ func appliedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condi
 	c := metav1.Condition{Type: v1alpha1.ConditionApplied, Status: metav1.ConditionFalse}
 	switch {
 	case vs.Spec.UpdateMode != v1alpha1.UpdateModeAuto:
-		c.Reason, c.Message = ReasonUpdateModeOff, "updateMode is Off: the recommendation is only reported"
+		c.Reason, c.Message = v1alpha1.ReasonUpdateModeOff, "updateMode is Off: the recommendation is only reported"
 	case obs.deployment == nil:
-		c.Reason, c.Message = ReasonDeploymentMissing, fmt.Sprintf("Deployment %s does not exist", vs.Spec.DeploymentName)
+		c.Reason, c.Message = v1alpha1.ReasonDeploymentNotFound, fmt.Sprintf("Deployment %s does not exist", vs.Spec.DeploymentName)
 	case obs.recommendation == nil || obs.apply == nil:
-		c.Reason, c.Message = ReasonNoRecommendation, "There is no recommendation to apply yet"
+		c.Reason, c.Message = v1alpha1.ReasonNoRecommendation, "There is no recommendation to apply yet"
 	default:
 		c.Reason, c.Message = obs.apply.reason, obs.apply.message
-		if obs.apply.reason == ReasonApplied {
+		if obs.apply.reason == v1alpha1.ReasonApplied {
 			c.Status = metav1.ConditionTrue
 		}
 	}
@@ -112,13 +103,13 @@ func appliedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condi
 func readiness(vs *v1alpha1.VerticalScaler, found bool, obs observation, provided, applied metav1.Condition) (bool, string, string) {
 	switch {
 	case !found:
-		return false, ReasonDeploymentMissing, fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace)
+		return false, v1alpha1.ReasonDeploymentNotFound, fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace)
 	case len(obs.policyProblems) > 0:
-		return false, ReasonContainerNotFound, strings.Join(obs.policyProblems, "; ")
+		return false, v1alpha1.ReasonContainerNotFound, strings.Join(obs.policyProblems, "; ")
 	case provided.Status != metav1.ConditionTrue:
 		return false, provided.Reason, provided.Message
 	case vs.Spec.UpdateMode == v1alpha1.UpdateModeAuto && applied.Status != metav1.ConditionTrue:
 		return false, applied.Reason, applied.Message
 	}
-	return true, ReasonReady, "The recommendation is current"
+	return true, v1alpha1.ReasonRecommendationCurrent, "The recommendation is current"
 }

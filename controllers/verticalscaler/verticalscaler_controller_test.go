@@ -160,31 +160,31 @@ func TestEveryOrderOfCreationAndDeletion(t *testing.T) {
 
 	// The VerticalScaler first: its Deployment does not exist yet.
 	vs := newScaler(t, ns, "early", "web", v1alpha1.UpdateModeOff)
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, verticalscaler.ReasonDeploymentMissing)
-	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, verticalscaler.ReasonDeploymentMissing)
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
 
 	// The Deployment appears: the map function finds the VerticalScaler through the index.
 	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{})
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, verticalscaler.ReasonDeploymentFound)
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
 
 	// The Deployment goes: status says so, nothing else happens.
 	if err := env.Client.Delete(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, verticalscaler.ReasonDeploymentMissing)
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
 
 	// It comes back.
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, verticalscaler.ReasonDeploymentFound)
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
 
 	// The VerticalScaler is pointed at another Deployment, which does not exist, then does.
 	vs.Spec.DeploymentName = "api"
 	if err := env.Client.Update(ctx, vs); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, verticalscaler.ReasonDeploymentMissing)
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
 	newDeployment(t, ns, "api", corev1.ResourceRequirements{})
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, verticalscaler.ReasonDeploymentFound)
+	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
 }
 
 func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
@@ -197,7 +197,7 @@ func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
 		newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff),
 		newScaler(t, ns, "api", "api", v1alpha1.UpdateModeOff),
 	} {
-		waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, verticalscaler.ReasonDeploymentFound)
+		waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
 	}
 	before := settledReconciles(t)
 
@@ -244,8 +244,8 @@ func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 	if diff := cmp.Diff(want, vs.Status.Recommendation, quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
-	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, verticalscaler.ReasonUpdateModeOff)
-	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionTrue, verticalscaler.ReasonReady)
+	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonUpdateModeOff)
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRecommendationCurrent)
 
 	before := d.ResourceVersion
 	if err := get(d); err != nil {
@@ -290,8 +290,8 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	newPod(t, ns, "web", "cpu=500m,memory=300Mi")
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto)
 
-	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionTrue, verticalscaler.ReasonApplied)
-	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionTrue, verticalscaler.ReasonReady)
+	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionTrue, v1alpha1.ReasonApplied)
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonRecommendationCurrent)
 	if !vs.Status.Applied || vs.Status.LastAppliedTime == nil {
 		t.Errorf("status.applied %v lastAppliedTime %v, want true and set", vs.Status.Applied, vs.Status.LastAppliedTime)
 	}
@@ -342,7 +342,7 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	if err := env.Client.Update(ctx, &pods.Items[0]); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, verticalscaler.ReasonWaitingMinInterval)
+	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonWaitingForMinApplyInterval)
 	if got := vs.Status.Recommendation.ContainerRecommendations[0].Target.Cpu(); got.Cmp(resource.MustParse("1")) < 0 {
 		t.Errorf("recommended cpu %s after usage went to 2 cores, want it above 1", got)
 	}
@@ -411,7 +411,7 @@ func TestPolicyForMissingContainerIsAConditionNotARetryLoop(t *testing.T) {
 	ns := newNamespace(t)
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto, v1alpha1.ContainerPolicy{ContainerName: "ghost"})
-	c := waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, verticalscaler.ReasonContainerNotFound)
+	c := waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonContainerNotFound)
 	if want := `spec.containerPolicies[0].containerName: the Deployment has no container "ghost"`; c.Message != want {
 		t.Errorf("message = %q, want %q", c.Message, want)
 	}
