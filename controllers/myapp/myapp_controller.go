@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +31,7 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/apply"
 	"github.com/example/switchboard/controllers/internal/reconcilelog"
+	"github.com/example/switchboard/controllers/internal/status"
 )
 
 // ControllerName names the controller in the table, in logs and metrics, and is its field
@@ -112,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	seen, err := r.reconcileOwned(ctx, app)
-	statusErr := r.updateStatus(ctx, app, computeStatus(app, seen))
+	statusErr := status.Update(ctx, r.Client, app, func() { app.Status = computeStatus(app, seen) })
 	if err := errors.Join(err, statusErr); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -149,7 +149,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1alpha1.MyApp) e
 	if deployment := (&appsv1.Deployment{}); r.getOwned(ctx, app, deployment) == nil {
 		seen.deployment = existing(deployment)
 	}
-	if err := r.updateStatus(ctx, app, computeStatus(app, seen)); err != nil {
+	if err := status.Update(ctx, r.Client, app, func() { app.Status = computeStatus(app, seen) }); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -347,22 +347,4 @@ func (r *Reconciler) warnOnce(ctx context.Context, app *v1alpha1.MyApp, reason, 
 	r.warned.Store(key, reason+message)
 	ctrl.LoggerFrom(ctx).Info("MyApp blocked", "reason", reason, "message", message)
 	r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", message)
-}
-
-// updateStatus writes status when it differs from what the MyApp has: a steady state writes
-// nothing.
-func (r *Reconciler) updateStatus(ctx context.Context, app *v1alpha1.MyApp, status v1alpha1.MyAppStatus) error {
-	if cmp.Equal(app.Status, status) {
-		return nil
-	}
-	log := ctrl.LoggerFrom(ctx)
-	if log.V(1).Enabled() {
-		log.V(1).Info("Updating status", "diff", cmp.Diff(app.Status, status))
-	}
-	patch := client.MergeFrom(app.DeepCopy())
-	app.Status = status
-	if err := r.Client.Status().Patch(ctx, app, patch); err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	return nil
 }

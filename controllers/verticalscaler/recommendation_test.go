@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/compare"
 )
 
 func list(cpu, memory string) corev1.ResourceList {
@@ -20,8 +21,6 @@ func list(cpu, memory string) corev1.ResourceList {
 	}
 	return l
 }
-
-var quantities = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 func TestClamp(t *testing.T) {
 	for _, tc := range []struct {
@@ -37,7 +36,7 @@ func TestClamp(t *testing.T) {
 		{name: "nil stays nil", values: nil, minimum: list("1", ""), want: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, clamp(tc.values, tc.minimum, tc.maxim), quantities); diff != "" {
+			if diff := cmp.Diff(tc.want, clamp(tc.values, tc.minimum, tc.maxim), compare.Quantities); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -97,7 +96,7 @@ func TestDesiredResources(t *testing.T) {
 			want:    corev1.ResourceRequirements{Requests: list("", "512Mi"), Limits: list("", "1Gi")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, desiredResources(tc.current, rec, tc.policy), quantities); diff != "" {
+			if diff := cmp.Diff(tc.want, desiredResources(tc.current, rec, tc.policy), compare.Quantities); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -144,7 +143,7 @@ func TestRecommend(t *testing.T) {
 		ContainerName: "app", Target: list("1", "1Gi"), LowerBound: list("1", "1Gi"), UpperBound: list("2", "1Gi"),
 		UncappedTarget: list("500m", "2Gi"),
 	}}}
-	if diff := cmp.Diff(want, recommend(spec, containers, estimates), quantities); diff != "" {
+	if diff := cmp.Diff(want, recommend(spec, containers, estimates), compare.Quantities); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if got := recommend(spec, []corev1.Container{{Name: "sidecar"}}, estimates); got != nil {
@@ -153,7 +152,7 @@ func TestRecommend(t *testing.T) {
 
 	// Estimates kept in status are the uncapped targets, bounded again by today's policies.
 	kept := estimatesOf(want, "web")
-	if diff := cmp.Diff(list("500m", "2Gi"), kept["app"].Target, quantities); diff != "" {
+	if diff := cmp.Diff(list("500m", "2Gi"), kept["app"].Target, compare.Quantities); diff != "" {
 		t.Errorf("estimate from status (-want +got):\n%s", diff)
 	}
 	// A recommendation made for the Deployment named before gives nothing for another one.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/reconcilelog"
+	"github.com/example/switchboard/controllers/internal/status"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/indexers"
 )
@@ -119,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			obs.apply, obs.err = &state, err
 		}
 	}
-	if err := r.updateStatus(ctx, vs, computeStatus(vs, obs)); err != nil {
+	if err := status.Update(ctx, r.Client, vs, func() { vs.Status = computeStatus(vs, obs) }); err != nil {
 		return ctrl.Result{}, err
 	}
 	if obs.err != nil {
@@ -164,21 +163,4 @@ func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 		estimates = estimatesOf(obs.report.Recommendation, vs.Spec.DeploymentName)
 	}
 	obs.recommendation = recommend(&vs.Spec, containers, estimates)
-}
-
-// updateStatus writes status when it differs from what the VerticalScaler has.
-func (r *Reconciler) updateStatus(ctx context.Context, vs *v1alpha1.VerticalScaler, status v1alpha1.VerticalScalerStatus) error {
-	if equality.Semantic.DeepEqual(vs.Status, status) {
-		return nil
-	}
-	log := ctrl.LoggerFrom(ctx)
-	if log.V(1).Enabled() {
-		log.V(1).Info("Updating status", "diff", cmp.Diff(vs.Status, status))
-	}
-	patch := client.MergeFrom(vs.DeepCopy())
-	vs.Status = status
-	if err := r.Client.Status().Patch(ctx, vs, patch); err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/compare"
 	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/verticalscaler"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
@@ -123,8 +124,6 @@ func list(cpu, memory string) corev1.ResourceList {
 	}
 	return l
 }
-
-var quantities = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 // reconcileTotal returns how many reconciles the verticalscaler controllers of this process
 // have finished, from controller-runtime's metrics.
@@ -241,7 +240,7 @@ func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 	want := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("400m", "363Mi"), LowerBound: list("400m", "363Mi"),
 		UpperBound: list("400m", "363Mi"), UncappedTarget: list("588m", "363Mi")}}}
-	if diff := cmp.Diff(want, vs.Status.Recommendation, quantities); diff != "" {
+	if diff := cmp.Diff(want, vs.Status.Recommendation, compare.Quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
 	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonUpdateModeOff)
@@ -301,7 +300,7 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	c := d.Spec.Template.Spec.Containers[0]
 	// The CPU limit keeps its ratio of 2 to the request; memory had no limit and gets none.
 	wantRes := corev1.ResourceRequirements{Requests: list("588m", "363Mi"), Limits: list("1176m", "")}
-	if diff := cmp.Diff(wantRes, c.Resources, quantities); diff != "" {
+	if diff := cmp.Diff(wantRes, c.Resources, compare.Quantities); diff != "" {
 		t.Errorf("resources (-want +got):\n%s", diff)
 	}
 	if c.Image != "registry.example.com/app:v1" {
@@ -400,7 +399,7 @@ func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 	if !strings.Contains(c.Message, "metrics.k8s.io") || !strings.Contains(c.Message, "the last recommendation is kept") {
 		t.Errorf("message = %q, want the cause and that the recommendation is kept", c.Message)
 	}
-	if diff := cmp.Diff(last, vs.Status.Recommendation, quantities); diff != "" {
+	if diff := cmp.Diff(last, vs.Status.Recommendation, compare.Quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
 	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMetricsUnavailable)

@@ -14,15 +14,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-)
 
-// quantities compares resource.Quantity by value for go-cmp, which cannot see its unexported
-// fields.
-var quantities = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+	"github.com/example/switchboard/controllers/internal/compare"
+)
 
 // IfChanged applies desired under fieldManager with forced ownership unless owned (what
 // fieldManager owns on the live object; nil when the object does not exist) already equals
@@ -34,7 +31,7 @@ func IfChanged(ctx context.Context, c client.Client, fieldManager string, owned,
 	}
 	log := logf.FromContext(ctx)
 	if log.V(1).Enabled() {
-		log.V(1).Info("Applying", "fieldManager", fieldManager, "diff", cmp.Diff(owned, desired, quantities))
+		log.V(1).Info("Applying", "fieldManager", fieldManager, "diff", cmp.Diff(owned, desired, compare.Quantities))
 	}
 	if err := c.Apply(ctx, desired, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("applying as %s: %w", fieldManager, err)

@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/example/switchboard/controllers/internal/compare"
 )
 
 func list(cpu, memory string) corev1.ResourceList {
@@ -19,9 +21,6 @@ func list(cpu, memory string) corev1.ResourceList {
 	}
 	return l
 }
-
-// quantities compares quantities by value.
-var quantities = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 func TestEstimate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -75,7 +74,7 @@ func TestEstimate(t *testing.T) {
 			if ok != tc.wantOK {
 				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
 			}
-			if diff := cmp.Diff(tc.want, got, quantities); diff != "" {
+			if diff := cmp.Diff(tc.want, got, compare.Quantities); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

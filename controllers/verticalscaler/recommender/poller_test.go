@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/compare"
 	"github.com/example/switchboard/sources"
 )
 
@@ -51,7 +52,7 @@ func TestParseUsage(t *testing.T) {
 			t.Errorf("ParseUsage(%q): %v", tc.value, err)
 			continue
 		}
-		if diff := cmp.Diff(tc.want, got, quantities); diff != "" {
+		if diff := cmp.Diff(tc.want, got, compare.Quantities); diff != "" {
 			t.Errorf("ParseUsage(%q) (-want +got):\n%s", tc.value, diff)
 		}
 	}
@@ -72,7 +73,7 @@ func TestParsePodMetrics(t *testing.T) {
 	}
 	want := PodUsage{Pod: "web-1", Timestamp: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		Containers: map[string]corev1.ResourceList{"app": list("250m", "128Mi"), "sidecar": list("5m", "")}}
-	if diff := cmp.Diff(want, got, quantities); diff != "" {
+	if diff := cmp.Diff(want, got, compare.Quantities); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 
@@ -129,7 +130,7 @@ func TestPodAnnotationReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []PodUsage{{Pod: "web-1", Timestamp: now, Containers: map[string]corev1.ResourceList{"app": list("100m", "64Mi")}}}
-	if diff := cmp.Diff(want, got, quantities); diff != "" {
+	if diff := cmp.Diff(want, got, compare.Quantities); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 
@@ -242,7 +243,7 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	want := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("588m", "363Mi"), LowerBound: list("588m", "363Mi"),
 		UpperBound: list("588m", "363Mi"), UncappedTarget: list("588m", "363Mi")}}}
-	if diff := cmp.Diff(want, got["web"].Recommendation, quantities); diff != "" {
+	if diff := cmp.Diff(want, got["web"].Recommendation, compare.Quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
 	provided := got["web"].Provided

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/example/switchboard/controllers/internal/compare"
 )
 
 // TestPodMetricsReader reads metrics-server's objects as unstructured data through a selector.
@@ -40,7 +42,7 @@ func TestPodMetricsReader(t *testing.T) {
 	}
 	want := []PodUsage{{Pod: "web-1", Timestamp: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		Containers: map[string]corev1.ResourceList{"app": list("100m", "64Mi")}}}
-	if diff := cmp.Diff(want, got, quantities); diff != "" {
+	if diff := cmp.Diff(want, got, compare.Quantities); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
