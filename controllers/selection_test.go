@@ -1,10 +1,17 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/example/switchboard/sources"
 )
 
 // testTable has a controller that "*" leaves off, which the real table does not.
@@ -103,8 +110,25 @@ func TestTableIsWellFormed(t *testing.T) {
 			t.Errorf("controller %q listed twice", c.Name)
 		}
 		seen[c.Name] = true
-		if c.For == nil || c.Setup == nil {
-			t.Errorf("controller %q has no primary kind or no setup function", c.Name)
+		if c.For == nil || c.New == nil {
+			t.Errorf("controller %q has no primary kind or no reconciler", c.Name)
+		}
+		for _, w := range c.Watches {
+			if err := w.validate(); err != nil {
+				t.Errorf("controller %q: %v", c.Name, err)
+			}
+		}
+		own := map[sources.Name]bool{}
+		for _, p := range c.Producers {
+			own[p.Source] = true
+			if !slices.Contains(c.Sources, p.Source) {
+				t.Errorf("controller %q produces source %s but does not consume it", c.Name, p.Source)
+			}
+		}
+		for _, name := range c.Sources {
+			if name != sources.Periodic && name != sources.HTTPTrigger && !own[name] {
+				t.Errorf("controller %q consumes source %s, which neither is shared nor has a producer in its row", c.Name, name)
+			}
 		}
 		watched := map[string]bool{}
 		for _, obj := range c.watchedObjects() {
@@ -120,5 +144,31 @@ func TestTableIsWellFormed(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher"}, Selection{Controllers: Table()}.Names()); diff != "" {
 		t.Errorf("table rows (-want +got):\n%s", diff)
+	}
+}
+
+// TestWatchValidation: a watch states exactly what its How uses.
+func TestWatchValidation(t *testing.T) {
+	mapFunc := func(client.Reader) handler.MapFunc { return nil }
+	d := &appsv1.Deployment{}
+	for _, tc := range []struct {
+		name    string
+		watch   Watch
+		wantErr string
+	}{
+		{"owns", Watch{Object: d, How: Owns}, ""},
+		{"owns with a map", Watch{Object: d, How: Owns, Map: mapFunc}, "has a map function"},
+		{"maps", Watch{Object: d, How: Maps, Map: mapFunc}, ""},
+		{"maps without a map", Watch{Object: d, How: Maps}, "needs a map function"},
+		{"uncached without a source", Watch{Object: d, How: Uncached}, "needs a source"},
+		{"uncached with predicates", Watch{Object: d, How: Uncached, Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}}, "needs a source"},
+		{"unknown", Watch{Object: d, How: "watches"}, `unknown way of watching "watches"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.watch.validate()
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("validate() = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }

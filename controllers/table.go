@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -8,8 +10,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/configmapwatcher"
@@ -20,7 +24,9 @@ import (
 	"github.com/example/switchboard/sources"
 )
 
-// Controller is one row of the controller table.
+// Controller is one row of the controller table: the one record of what a controller
+// reconciles, watches and consumes. Wire builds the controller from it; nothing else says what
+// a controller watches.
 type Controller struct {
 	// Name selects the controller in --controllers and --concurrency, and names it in logs,
 	// metrics and its field manager.
@@ -29,12 +35,14 @@ type Controller struct {
 	EnabledByDefault bool
 	// For is the primary kind: one reconcile per object of this kind.
 	For client.Object
+	// ForPredicates filter the events of the primary kind.
+	ForPredicates []predicate.Predicate
 	// Watches are the other kinds whose events reach the controller.
 	Watches []Watch
 	// Indexes are the shared field indexes the controller queries.
 	Indexes []indexers.Index
 	// Sources are the channel sources the controller consumes: shared ones (package sources)
-	// and its own producers'.
+	// and its own producers'. Each event names an object of the primary kind to reconcile.
 	Sources []sources.Name
 	// Producers are the controller's own producers of channel sources, which live in its
 	// package and send through the shared registry.
@@ -47,8 +55,62 @@ type Controller struct {
 	// only when this is the only selected controller that watches the kind, and the trim then
 	// replaces the managed-fields rule above.
 	Trims []Trim
-	// Setup builds the controller and adds it to the manager.
-	Setup func(mgr ctrl.Manager, opts SetupOptions) error
+	// New returns the controller's reconciler on mgr.
+	New func(mgr ctrl.Manager) reconcile.Reconciler
+}
+
+// How says how a controller watches a secondary kind.
+type How string
+
+// The ways of watching a secondary kind.
+const (
+	// Owns: an event of an object that the primary object controls (a controller owner
+	// reference) reconciles that primary object. Through the manager's cache.
+	Owns How = "owns"
+	// Maps: a map function (Watch.Map) turns an event into the primary objects to reconcile.
+	// Through the manager's cache.
+	Maps How = "maps"
+	// Uncached: a source the controller runs itself (Watch.Source), outside the cache, that
+	// stores nothing; for example a metadata-only watch.
+	Uncached How = "uncached"
+)
+
+// Watch is a secondary kind a controller watches, and how.
+type Watch struct {
+	// Object is an instance of the kind: a typed object, or a PartialObjectMetadata with its
+	// kind set for a metadata-only watch.
+	Object client.Object
+	// How the kind is watched.
+	How How
+	// Predicates filter the events of a cached watch (Owns, Maps) before they enqueue anything.
+	Predicates []predicate.Predicate
+	// Map returns, for a Maps watch, the map function, which reads through reader (the
+	// manager's cache).
+	Map func(reader client.Reader) handler.MapFunc
+	// Source returns, for an Uncached watch, the source on mgr over namespaces (nil for every
+	// namespace).
+	Source func(mgr ctrl.Manager, namespaces []string) (source.Source, error)
+}
+
+// validate says what is wrong with a watch: an unknown How, or a field that How does not use.
+func (w Watch) validate() error {
+	switch w.How {
+	case Owns:
+		if w.Map != nil || w.Source != nil {
+			return fmt.Errorf("%s (owns) has a map function or a source", kindOf(w.Object))
+		}
+	case Maps:
+		if w.Map == nil || w.Source != nil {
+			return fmt.Errorf("%s (maps) needs a map function and no source", kindOf(w.Object))
+		}
+	case Uncached:
+		if w.Source == nil || w.Map != nil || len(w.Predicates) > 0 {
+			return fmt.Errorf("%s (uncached) needs a source, and neither a map function nor predicates (a raw source applies none)", kindOf(w.Object))
+		}
+	default:
+		return fmt.Errorf("%s: unknown way of watching %q", kindOf(w.Object), w.How)
+	}
+	return nil
 }
 
 // Producer is a controller's own producer of one channel source.
@@ -61,33 +123,12 @@ type Producer struct {
 	New func(mgr ctrl.Manager, o *Options) (sources.Run, error)
 }
 
-// Watch is a secondary kind a controller watches, and how.
-type Watch struct {
-	// Object is an instance of the kind: a typed object, or a PartialObjectMetadata with its
-	// kind set for a metadata-only watch.
-	Object client.Object
-	// How is "owns", "maps" (through a map function), or "uncached": a metadata-only watch
-	// the controller runs itself, outside the cache, that stores nothing.
-	How string
-}
-
 // Trim is a cache transform that keeps of the objects of one kind what a controller reads.
 type Trim struct {
 	// Object is an instance of the kind.
 	Object client.Object
 	// Transform returns the trimmed object; it passes objects of other types through.
 	Transform toolscache.TransformFunc
-}
-
-// SetupOptions is what Wire hands a controller's setup function.
-type SetupOptions struct {
-	// Controller carries the controller's concurrency.
-	Controller controller.Options
-	// Namespaces are the namespaces the manager is limited to; nil for every namespace.
-	Namespaces []string
-	// Triggers are the channels of the sources the controller consumes, in the order of its
-	// row's Sources; never nil.
-	Triggers []<-chan event.GenericEvent
 }
 
 // Table returns the controller table, in the order controllers are set up and listed.
@@ -99,23 +140,25 @@ func Table() []Controller {
 			Name:             myapp.ControllerName,
 			EnabledByDefault: true,
 			For:              &v1alpha1.MyApp{},
+			ForPredicates:    []predicate.Predicate{myapp.SpecOrDeletionChanged()},
 			Watches: []Watch{
-				{Object: &appsv1.Deployment{}, How: "owns"},
-				{Object: &corev1.Service{}, How: "owns"},
+				{Object: &appsv1.Deployment{}, How: Owns, Predicates: []predicate.Predicate{myapp.NotCreated()}},
+				{Object: &corev1.Service{}, How: Owns, Predicates: []predicate.Predicate{myapp.NotCreated()}},
 			},
 			Sources:              []sources.Name{sources.Periodic, sources.HTTPTrigger},
 			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
-			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
-				r := &myapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(myapp.ControllerName)}
-				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
+			New: func(mgr ctrl.Manager) reconcile.Reconciler {
+				return &myapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(myapp.ControllerName)}
 			},
 		},
 		{
 			Name:             verticalscaler.ControllerName,
 			EnabledByDefault: true,
 			For:              &v1alpha1.VerticalScaler{},
+			ForPredicates:    []predicate.Predicate{predicate.GenerationChangedPredicate{}},
 			Watches: []Watch{
-				{Object: &appsv1.Deployment{}, How: "maps"},
+				{Object: &appsv1.Deployment{}, How: Maps, Map: verticalscaler.VerticalScalersFor,
+					Predicates: []predicate.Predicate{verticalscaler.DeploymentChanged()}},
 			},
 			Indexes: []indexers.Index{indexers.VerticalScalerByDeploymentName},
 			Sources: []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
@@ -135,32 +178,30 @@ func Table() []Controller {
 				},
 			}},
 			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}},
-			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
-				r := &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports}
-				return r.SetupWithManager(mgr, opts.Controller, opts.Triggers...)
+			New: func(mgr ctrl.Manager) reconcile.Reconciler {
+				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports}
 			},
 		},
 		{
 			Name:             configmapwatcher.ControllerName,
 			EnabledByDefault: true,
 			For:              &appsv1.Deployment{},
+			ForPredicates: []predicate.Predicate{configmapwatcher.OptedIn(),
+				predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})},
 			Watches: []Watch{
-				{Object: metadataOnly(corev1.SchemeGroupVersion.WithKind("ConfigMap")), How: uncached},
+				{Object: metadataOnly(corev1.SchemeGroupVersion.WithKind("ConfigMap")), How: Uncached,
+					Source: configmapwatcher.ConfigMapChanges},
 			},
 			Indexes: []indexers.Index{indexers.DeploymentByConfigMap},
 			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
 			Trims:   []Trim{{Object: &appsv1.Deployment{}, Transform: configmapwatcher.TrimDeployment}},
-			Setup: func(mgr ctrl.Manager, opts SetupOptions) error {
-				r := &configmapwatcher.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			New: func(mgr ctrl.Manager) reconcile.Reconciler {
+				return &configmapwatcher.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 					Recorder: mgr.GetEventRecorder(configmapwatcher.ControllerName)}
-				return r.SetupWithManager(mgr, opts.Controller, opts.Namespaces, opts.Triggers...)
 			},
 		},
 	}
 }
-
-// uncached is the How of a watch that does not go through the manager's cache.
-const uncached = "uncached"
 
 // metadataOnly returns the object of a metadata-only watch of gvk.
 func metadataOnly(gvk schema.GroupVersionKind) client.Object {

@@ -14,14 +14,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/example/switchboard/controllers/internal/reconcilelog"
 	"github.com/example/switchboard/indexers"
 	"github.com/example/switchboard/sources"
 )
@@ -45,16 +49,42 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 		return err
 	}
 	for _, c := range sel.Controllers {
-		opts := SetupOptions{
-			Controller: controller.Options{MaxConcurrentReconciles: max(1, sel.Concurrency[c.Name])},
-			Namespaces: slices.Sorted(maps.Keys(namespaces)),
-			Triggers:   subscribe(registry, c, o),
-		}
-		if err := c.Setup(mgr, opts); err != nil {
+		workers := max(1, sel.Concurrency[c.Name])
+		if err := build(mgr, c, workers, slices.Sorted(maps.Keys(namespaces)), subscribe(registry, c, o)); err != nil {
 			return fmt.Errorf("setting up controller %s: %w", c.Name, err)
 		}
 	}
 	return addProducers(mgr, registry, sel.Controllers, o)
+}
+
+// build builds controller c from its row and adds it to mgr: its primary kind, its watches, one
+// channel source per trigger, and its reconciler wrapped in the reconcile log.
+func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, triggers []<-chan event.GenericEvent) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(c.Name).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		For(c.For, builder.WithPredicates(c.ForPredicates...))
+	for _, w := range c.Watches {
+		if err := w.validate(); err != nil {
+			return err
+		}
+		switch w.How {
+		case Owns:
+			b = b.Owns(w.Object, builder.WithPredicates(w.Predicates...))
+		case Maps:
+			b = b.Watches(w.Object, handler.EnqueueRequestsFromMapFunc(w.Map(mgr.GetClient())), builder.WithPredicates(w.Predicates...))
+		case Uncached:
+			src, err := w.Source(mgr, namespaces)
+			if err != nil {
+				return fmt.Errorf("watch of %s: %w", kindOf(w.Object), err)
+			}
+			b = b.WatchesRawSource(src)
+		}
+	}
+	for _, trigger := range triggers {
+		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(reconcilelog.Wrap(c.New(mgr)))
 }
 
 // addChecks adds the liveness ping and one readiness check per controller.
@@ -193,7 +223,7 @@ func listFor(mgr ctrl.Manager, obj client.Object) (func() client.ObjectList, err
 func (c Controller) watchedObjects() []client.Object {
 	objs := []client.Object{c.For}
 	for _, w := range c.Watches {
-		if w.How != uncached {
+		if w.How != Uncached {
 			objs = append(objs, w.Object)
 		}
 	}
@@ -230,7 +260,7 @@ func PrintTable(w io.Writer, table []Controller) error {
 		}
 		var watches, indexes, srcs []string
 		for _, w := range c.Watches {
-			watches = append(watches, kindOf(w.Object)+" ("+w.How+")")
+			watches = append(watches, kindOf(w.Object)+" ("+string(w.How)+")")
 		}
 		for _, i := range c.Indexes {
 			indexes = append(indexes, i.String())

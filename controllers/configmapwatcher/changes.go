@@ -59,18 +59,23 @@ type configMapChanges struct {
 	started sync.WaitGroup
 }
 
-// newConfigMapChanges returns the ConfigMap source of r over namespaces (none for all).
-func newConfigMapChanges(r *Reconciler, c metadata.Interface, namespaces []string, log logr.Logger) *configMapChanges {
+// newConfigMapChanges returns the ConfigMap source over namespaces (none for all), mapping
+// through reader, the manager's cache.
+func newConfigMapChanges(reader client.Reader, c metadata.Interface, namespaces []string, log logr.Logger) *configMapChanges {
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	return &configMapChanges{
-		client:         c,
-		namespaces:     namespaces,
-		deploymentsFor: r.deploymentsFor,
-		optedIn:        r.optedInDeployments,
-		retry:          wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second},
-		log:            log,
+		client:     c,
+		namespaces: namespaces,
+		deploymentsFor: func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return deploymentsFor(ctx, reader, obj)
+		},
+		optedIn: func(ctx context.Context, namespace string) ([]reconcile.Request, error) {
+			return optedInDeployments(ctx, reader, namespace)
+		},
+		retry: wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second},
+		log:   log,
 	}
 }
 

@@ -174,7 +174,7 @@ func TestConfigMapChangesWaitsForItsStartingPoint(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	changes := newConfigMapChanges(&Reconciler{}, api.client, nil, logr.Discard())
+	changes := newConfigMapChanges(nil, api.client, nil, logr.Discard())
 	changes.retry = wait.Backoff{Duration: 50 * time.Millisecond, Steps: 1}
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer queue.ShutDown()
@@ -203,7 +203,7 @@ func TestConfigMapChangesStoppedBeforeItsStartingPoint(t *testing.T) {
 	api.client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("unavailable")
 	})
-	changes := newConfigMapChanges(&Reconciler{}, api.client, nil, logr.Discard())
+	changes := newConfigMapChanges(nil, api.client, nil, logr.Discard())
 	changes.retry = wait.Backoff{Duration: 10 * time.Millisecond, Steps: 1}
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer queue.ShutDown()

@@ -13,17 +13,13 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/reconcilelog"
 	"github.com/example/switchboard/indexers"
 	"github.com/example/switchboard/internal/podrefs"
 )
@@ -44,31 +40,21 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 }
 
-// SetupWithManager adds the controller to mgr. It watches the ConfigMaps of namespaces (none
-// for every namespace) without caching them; each trigger is a channel source whose events name
-// Deployments to reconcile.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, namespaces []string, triggers ...<-chan event.GenericEvent) error {
+// ConfigMapChanges returns the controller's watch of ConfigMaps on mgr over namespaces (none for
+// every namespace): metadata only and uncached (see configMapChanges), mapped to the Deployments
+// through the shared index on the manager's cache.
+func ConfigMapChanges(mgr ctrl.Manager, namespaces []string) (source.Source, error) {
 	configMapClient, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
-		return fmt.Errorf("creating the ConfigMap metadata client: %w", err)
+		return nil, fmt.Errorf("creating the ConfigMap metadata client: %w", err)
 	}
-	changes := newConfigMapChanges(r, configMapClient, namespaces,
-		mgr.GetLogger().WithValues("controller", ControllerName))
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		WithOptions(opts).
-		For(&appsv1.Deployment{}, builder.WithPredicates(optedIn(), predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WatchesRawSource(changes)
-	for _, trigger := range triggers {
-		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
-	}
-	return b.Complete(reconcilelog.Wrap(reconcile.Reconciler(r)))
+	return newConfigMapChanges(mgr.GetClient(), configMapClient, namespaces,
+		mgr.GetLogger().WithValues("controller", ControllerName)), nil
 }
 
-// optedIn lets through the events of Deployments that carry the reload annotation (before or
+// OptedIn, a predicate of Deployment events, lets through the events of Deployments that carry the reload annotation (before or
 // after the change).
-func optedIn() predicate.Predicate {
+func OptedIn() predicate.Predicate {
 	has := func(obj client.Object) bool {
 		_, ok := obj.GetAnnotations()[v1alpha1.ReloadAnnotation]
 		return ok
@@ -82,10 +68,10 @@ func optedIn() predicate.Predicate {
 }
 
 // deploymentsFor maps a ConfigMap to the opted-in Deployments that reload on it, through the
-// shared index on the cache.
-func (r *Reconciler) deploymentsFor(ctx context.Context, obj client.Object) []reconcile.Request {
+// shared index on reader, the manager's cache.
+func deploymentsFor(ctx context.Context, reader client.Reader, obj client.Object) []reconcile.Request {
 	var list appsv1.DeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+	if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
 		client.MatchingFields{indexers.DeploymentConfigMapsField: obj.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Deployments by ConfigMap failed")
 		return nil
@@ -97,11 +83,11 @@ func (r *Reconciler) deploymentsFor(ctx context.Context, obj client.Object) []re
 	return requests
 }
 
-// optedInDeployments lists the requests of every opted-in Deployment of namespace ("" for all)
-// that references a ConfigMap.
-func (r *Reconciler) optedInDeployments(ctx context.Context, namespace string) ([]reconcile.Request, error) {
+// optedInDeployments lists, from reader (the manager's cache), the requests of every opted-in
+// Deployment of namespace ("" for all) that references a ConfigMap.
+func optedInDeployments(ctx context.Context, reader client.Reader, namespace string) ([]reconcile.Request, error) {
 	var list appsv1.DeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing Deployments: %w", err)
 	}
 	var requests []reconcile.Request

@@ -18,19 +18,13 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/apply"
-	"github.com/example/switchboard/controllers/internal/reconcilelog"
 	"github.com/example/switchboard/controllers/internal/status"
 )
 
@@ -60,26 +54,11 @@ type Reconciler struct {
 	warned sync.Map // types.NamespacedName -> string
 }
 
-// SetupWithManager adds the controller to mgr; each trigger is a channel source whose events
-// name MyApps to reconcile.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, triggers ...<-chan event.GenericEvent) error {
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		WithOptions(opts).
-		For(&v1alpha1.MyApp{}, builder.WithPredicates(specOrDeletionChanged())).
-		Owns(&appsv1.Deployment{}, builder.WithPredicates(notCreated())).
-		Owns(&corev1.Service{}, builder.WithPredicates(notCreated()))
-	for _, trigger := range triggers {
-		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
-	}
-	return b.Complete(reconcilelog.Wrap(reconcile.Reconciler(r)))
-}
-
-// specOrDeletionChanged lets through creations, deletions, and updates that change the spec
+// SpecOrDeletionChanged, the predicate of MyApp events, lets through creations, deletions, and updates that change the spec
 // (generation) or the deletion timestamp. A status-only update does not trigger a reconcile,
 // nor does the controller's own finalizer patch; a finalizer removed by hand is put back by
 // the next periodic resync.
-func specOrDeletionChanged() predicate.Predicate {
+func SpecOrDeletionChanged() predicate.Predicate {
 	return predicate.Or(
 		predicate.GenerationChangedPredicate{},
 		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
@@ -90,10 +69,10 @@ func specOrDeletionChanged() predicate.Predicate {
 	)
 }
 
-// notCreated drops the creation events of owned objects: the controller created them itself,
+// NotCreated, the predicate of the owned Deployments and Services, drops the creation events of owned objects: the controller created them itself,
 // in the reconcile that already saw the result. After a restart, every MyApp's own creation
 // event reconciles it anyway. Updates (a Deployment's status, a hand edit) and deletions pass.
-func notCreated() predicate.Predicate {
+func NotCreated() predicate.Predicate {
 	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 }
 

@@ -8,17 +8,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/reconcilelog"
 	"github.com/example/switchboard/controllers/internal/status"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/indexers"
@@ -43,38 +37,25 @@ type Reconciler struct {
 	Reports *recommender.Reports
 }
 
-// SetupWithManager adds the controller to mgr; each trigger is a channel source whose events
-// name VerticalScalers to reconcile.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options, triggers ...<-chan event.GenericEvent) error {
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		WithOptions(opts).
-		For(&v1alpha1.VerticalScaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.verticalScalersFor),
-			builder.WithPredicates(DeploymentChanged()))
-	for _, trigger := range triggers {
-		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
+// VerticalScalersFor returns the map function of the Deployment watch: a Deployment maps to the
+// VerticalScalers that name it, through the shared index on reader, the manager's cache.
+func VerticalScalersFor(reader client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var list v1alpha1.VerticalScalerList
+		if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+			client.MatchingFields{indexers.VerticalScalerDeploymentNameField: obj.GetName()},
+			client.UnsafeDisableDeepCopy); err != nil {
+			// The cache answers from memory; an error here means the index is missing, a
+			// programming error that the suite catches.
+			ctrl.LoggerFrom(ctx).Error(err, "Listing VerticalScalers by Deployment failed")
+			return nil
+		}
+		requests := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return requests
 	}
-	return b.Complete(reconcilelog.Wrap(reconcile.Reconciler(r)))
-}
-
-// verticalScalersFor maps a Deployment to the VerticalScalers that name it, through the shared
-// index on the cache.
-func (r *Reconciler) verticalScalersFor(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list v1alpha1.VerticalScalerList
-	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingFields{indexers.VerticalScalerDeploymentNameField: obj.GetName()},
-		client.UnsafeDisableDeepCopy); err != nil {
-		// The cache answers from memory; an error here means the index is missing, a
-		// programming error that the suite catches.
-		ctrl.LoggerFrom(ctx).Error(err, "Listing VerticalScalers by Deployment failed")
-		return nil
-	}
-	requests := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return requests
 }
 
 // observation is what one reconcile saw and did; computeStatus turns it into status.
