@@ -1,4 +1,4 @@
-// Package logs is `manager logs`: it reads the manager's JSON logs (zap through
+// Package loganalysis is `manager logs`: it reads the manager's JSON logs (zap through
 // controller-runtime, one object per line) and summarises them per controller, or traces one
 // object or one reconcile through them.
 //
@@ -15,4 +15,4 @@
 //
 // Lines that are not JSON objects, or lack level, ts or msg, are counted and reported, never
 // fatal.
-package logs
+package loganalysis

@@ -1,4 +1,4 @@
-package logs
+package loganalysis
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 
 // FuzzParse checks that the line parser never panics, and that on any valid JSON object it
 // finds the same values as encoding/json. Seeds: the lines below and
-// testdata/fuzz/FuzzParse; run with `go test ./internal/logs/ -run '^$' -fuzz FuzzParse`.
+// testdata/fuzz/FuzzParse; run with `go test ./internal/loganalysis/ -run '^$' -fuzz FuzzParse`.
 func FuzzParse(f *testing.F) {
 	for _, line := range []string{
 		`{"level":"error","ts":"2026-11-30T05:02:44Z","msg":"Reconciler error","controller":"myapp","controllerGroup":"app.example.com","controllerKind":"MyApp","MyApp":{"name":"web","namespace":"ns"},"namespace":"ns","name":"web","reconcileID":"a28f","error":"updating status: \"x\""}`,

@@ -1,4 +1,4 @@
-package logs
+package loganalysis
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/example/switchboard/internal/logs/loggen"
+	"github.com/example/switchboard/internal/loganalysis/loggen"
 )
 
 // TestMain lets the test binary run `manager logs` and nothing else when

@@ -1,4 +1,4 @@
-package logs
+package loganalysis
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/example/switchboard/internal/logs/loggen"
+	"github.com/example/switchboard/internal/loganalysis/loggen"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/logs from the analyzer's output")

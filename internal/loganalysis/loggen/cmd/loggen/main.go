@@ -1,7 +1,7 @@
 // Command loggen writes a synthetic manager log of a given size to stdout, for measuring
 // `manager logs` on big inputs:
 //
-//	go run ./internal/logs/loggen/cmd/loggen -size 1GiB -seed 1 > /tmp/manager.log
+//	go run ./internal/loganalysis/loggen/cmd/loggen -size 1GiB -seed 1 > /tmp/manager.log
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/example/switchboard/internal/logs/loggen"
+	"github.com/example/switchboard/internal/loganalysis/loggen"
 )
 
 func main() {
