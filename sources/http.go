@@ -1,7 +1,7 @@
 package sources
 
-// HTTPTriggerMaxBodyBytes is the largest request body the HTTP trigger reads: room for about a
-// thousand targets, and a bound on what one request can make the manager allocate.
+// HTTPTriggerMaxBodyBytes is the largest request body the HTTP trigger reads: room for a batch
+// of targets in one request, and a bound on what one request can make the manager allocate.
 const HTTPTriggerMaxBodyBytes = 64 << 10
 
 // httpTriggerRetryAfter is the Retry-After of a 429, in seconds: a controller drains a full

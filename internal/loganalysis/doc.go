@@ -7,8 +7,8 @@
 // the size of the input:
 //   - lines longer than 1 MiB are skipped and counted (two 1 MiB read buffers);
 //   - at most 256 controllers are told apart, further ones are counted as "(other)";
-//   - reconcile durations go into a fixed log-scale histogram per controller (about 10 KiB,
-//     quantiles within 1%);
+//   - reconcile durations go into a log-scale histogram per controller whose size does not
+//     grow with the number of reconciles (quantiles within 1%);
 //   - error groups and objects are counted with the Space-Saving algorithm in 1000 counters
 //     each, so any group holding more than 1/1000 of the error lines is found, and counts are
 //     marked as estimates once a counter has been taken over.

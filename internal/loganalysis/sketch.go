@@ -5,8 +5,8 @@ import "math"
 // The duration sketch: a fixed log-scale histogram of reconcile durations in milliseconds
 // (DDSketch's bucketing). Any quantile it returns is within sketchAlpha (1%) of the true
 // value for durations between sketchMinMs and sketchMaxMs; shorter durations count as
-// sketchMinMs and longer ones as sketchMaxMs. Its size is fixed: sketchBuckets counters (about
-// 10 KiB) per controller, whatever the number of reconciles.
+// sketchMinMs and longer ones as sketchMaxMs. Its size is fixed: sketchBuckets counters per
+// controller, whatever the number of reconciles.
 const (
 	sketchAlpha = 0.01
 	sketchMinMs = 0.001 // 1 µs

@@ -44,7 +44,8 @@ func (c *Cluster) startControlPlane(cfg Config) error {
 			},
 		},
 	}
-	// envtest's default /24 runs out after about 250 Services.
+	// envtest's default Service range is a /24; a /16 keeps ClusterIPs from running out when a
+	// cluster holds many MyApps, each with its Service.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
 	if cfg.CRDDir != "" {
 		env.CRDDirectoryPaths = []string{cfg.CRDDir}
