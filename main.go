@@ -1,6 +1,6 @@
 // Command manager runs Switchboard's controllers in one process. Which controllers run is chosen
 // with --controllers from the table in package controllers; --list-controllers prints it.
-// `manager logs` analyses the manager's own logs (package internal/logs).
+// `manager logs` analyses the manager's own logs (package internal/loganalysis).
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/internal/logs"
+	"github.com/example/switchboard/internal/loganalysis"
 )
 
 // exitUsage is the exit status for bad flags, as the flag package uses.
@@ -24,11 +24,11 @@ const exitUsage = 2
 func main() {
 	// No heap profile can be read from this process (it serves no pprof endpoint), yet
 	// profiling is on because controller-runtime links net/http/pprof, and its bucket table
-	// costs about 1.5 MiB of resident memory. The linker would switch it off if pprof were not
-	// linked; do the same.
+	// costs resident memory for nothing (README, Performance, has the figure). The linker
+	// would switch it off if pprof were not linked; do the same.
 	runtime.MemProfileRate = 0
 	if len(os.Args) > 1 && os.Args[1] == "logs" {
-		os.Exit(logs.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(loganalysis.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	table := controllers.Table()
 	opts := controllers.NewOptions()

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/example/switchboard/internal/logs"
+	"github.com/example/switchboard/internal/loganalysis"
 )
 
 // fixed is a reconciler that returns what it is told to.
@@ -112,10 +112,10 @@ func TestAnalyzerReadsTheLines(t *testing.T) {
 		_, _ = Wrap[reconcile.Request](inner).Reconcile(ctx, reconcile.Request{})
 	}
 	var out, errOut bytes.Buffer
-	if code := logs.Main([]string{"summary", "--output", "json"}, &lines, &out, &errOut); code != 0 {
+	if code := loganalysis.Main([]string{"summary", "--output", "json"}, &lines, &out, &errOut); code != 0 {
 		t.Fatalf("manager logs summary: exit status %d: %s", code, errOut.String())
 	}
-	var report logs.Report
+	var report loganalysis.Report
 	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
 		t.Fatal(err)
 	}

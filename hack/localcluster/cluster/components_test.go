@@ -155,51 +155,6 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
-func TestConfigCheck(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if err := os.Mkdir(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{etcdBin, apiServerBin, controllerManagerBin, schedulerBin, "kwok"} {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stages := filepath.Join(dir, "stages.yaml")
-	if err := os.WriteFile(stages, []byte(stageYAML("n", "Node")+"---\n"+stageYAML("p", "Pod")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	good := Config{Dir: dir, K8sBinDir: bin, Kwok: filepath.Join(bin, "kwok"), KwokStages: stages, Nodes: 1}
-	if err := good.check(); err != nil {
-		t.Fatalf("check: %v", err)
-	}
-	tests := []struct {
-		name    string
-		edit    func(*Config)
-		wantErr string
-	}{
-		{name: "no nodes", edit: func(c *Config) { c.Nodes = 0 }, wantErr: "0 Nodes"},
-		{name: "no dir", edit: func(c *Config) { c.Dir = "" }, wantErr: "no directory"},
-		{name: "missing binary", edit: func(c *Config) { c.K8sBinDir = dir }, wantErr: "binary " + filepath.Join(dir, "etcd") + " not found: `make bin/k8s/etcd` builds it"},
-		{name: "missing kwok", edit: func(c *Config) { c.Kwok = filepath.Join(dir, "nokwok") }, wantErr: "`make kwok` builds it"},
-		{name: "kwok not executable", edit: func(c *Config) { c.Kwok = stages }, wantErr: "is not an executable file"},
-		{name: "missing stages", edit: func(c *Config) { c.KwokStages = filepath.Join(dir, "none.yaml") }, wantErr: "`make kwok` writes them"},
-		{name: "bad stages", edit: func(c *Config) { c.KwokStages = filepath.Join(bin, "kwok") }, wantErr: "kwok stages"},
-		{name: "missing CRDs", edit: func(c *Config) { c.CRDDir = filepath.Join(dir, "crds") }, wantErr: "CRD directory"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := good
-			tt.edit(&cfg)
-			err := cfg.check()
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("check error %v, want one containing %q", err, tt.wantErr)
-			}
-		})
-	}
-}
-
 func TestParseCmdline(t *testing.T) {
 	tests := []struct {
 		name string

@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// startControlPlane starts etcd and kube-apiserver through envtest, installs the CRDs, and
+// writes the admin kubeconfig. envtest keeps etcd's data and the certificates in Dir, so that
+// nothing is left in the temporary directory if the launcher dies.
+func (c *Cluster) startControlPlane(cfg Config) error {
+	etcdLog, err := c.logFile(etcdBin)
+	if err != nil {
+		return err
+	}
+	apiServerLog, err := c.logFile(apiServerBin)
+	if err != nil {
+		return err
+	}
+	c.apiServerPath = filepath.Join(cfg.K8sBinDir, apiServerBin)
+	c.apiServerCertDir = filepath.Join(cfg.Dir, "apiserver")
+	c.apiServerLog = apiServerLog
+	env := &envtest.Environment{
+		UseExistingCluster: new(false),
+		ControlPlane: envtest.ControlPlane{
+			Etcd: &envtest.Etcd{
+				Path:    filepath.Join(cfg.K8sBinDir, etcdBin),
+				DataDir: filepath.Join(cfg.Dir, "etcd"),
+				Out:     etcdLog,
+				Err:     etcdLog,
+			},
+			APIServer: &envtest.APIServer{
+				Path:    c.apiServerPath,
+				CertDir: c.apiServerCertDir,
+				Out:     apiServerLog,
+				Err:     apiServerLog,
+			},
+		},
+	}
+	// envtest's default Service range is a /24; a /16 keeps ClusterIPs from running out when a
+	// cluster holds many MyApps, each with its Service.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+	if cfg.CRDDir != "" {
+		env.CRDDirectoryPaths = []string{cfg.CRDDir}
+		env.ErrorIfCRDPathMissing = true
+	}
+	c.env = env
+	// envtest does not say which processes it started: tell the watchdog about each new child
+	// while it starts them.
+	stopWatching := c.watchChildrenUntilStopped()
+	restConfig, err := env.Start()
+	watchErr := stopWatching()
+	if err != nil {
+		return fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", c.LogDir, err)
+	}
+	if watchErr != nil {
+		return watchErr
+	}
+	c.Config = restConfig
+	if c.Client, err = client.New(restConfig, client.Options{Scheme: scheme()}); err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	if err := os.WriteFile(c.Kubeconfig, env.KubeConfig, 0o600); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// watchChildrenUntilStopped tells the watchdog about new children every 100ms until the
+// returned function is called, which does it a last time and returns the first error.
+func (c *Cluster) watchChildrenUntilStopped() func() error {
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- c.watchdog.watchChildren()
+				return
+			case <-tick.C:
+				if err := c.watchdog.watchChildren(); err != nil {
+					<-stop
+					done <- err
+					return
+				}
+			}
+		}
+	}()
+	return func() error {
+		close(stop)
+		return <-done
+	}
+}
+
+// scheme is client-go's scheme: the cluster's client handles built-in kinds, and custom
+// resources as unstructured objects.
+func scheme() *runtime.Scheme { return clientgoscheme.Scheme }
