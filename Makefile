@@ -69,8 +69,21 @@ test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suit
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	CONTROLLER_GEN=$(CONTROLLER_GEN) go test ./... -count=1 -timeout 30m
 
+# depguard cannot say "a controller never imports another controller", so .golangci.yml has
+# two rules per controller package (every directory under controllers/ but internal/) and each
+# denies the others: `lint` first checks that no controller was added without its rules.
+CONTROLLER_PKGS = $(filter-out internal,$(notdir $(patsubst %/,%,$(wildcard controllers/*/))))
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, revive, ..., and who may import whom.
+	@for c in $(CONTROLLER_PKGS); do \
+		grep -Eq "^ +controller-$$c:" .golangci.yml && grep -Eq "^ +controller-$$c-tests:" .golangci.yml || \
+		{ echo ".golangci.yml: controllers/$$c has no depguard rules controller-$$c and controller-$$c-tests"; exit 1; }; \
+	done
+	@n=$(words $(CONTROLLER_PKGS)); for c in $(CONTROLLER_PKGS); do \
+		[ "$$(grep -Ec "pkg: github.com/example/switchboard/controllers/$$c\$$" .golangci.yml)" -eq $$((2 * (n - 1))) ] || \
+		{ echo ".golangci.yml: the depguard rules of every other controller must deny controllers/$$c"; exit 1; }; \
+	done
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: lint-fix
