@@ -29,6 +29,9 @@ LOCALCLUSTER ?= $(LOCALBIN)/localcluster
 LOCALCLUSTER_DIR ?= $(LOCALBIN)/cluster
 LOCALCLUSTER_BINS = $(K8S_BIN)/etcd $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(KWOK) $(KWOK_STAGES)
 
+# golangci-lint, at the version hack/tools/lint pins; .golangci.yml is its configuration.
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+
 .PHONY: all
 all: build
 
@@ -65,6 +68,27 @@ vet: ## Run go vet.
 test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	CONTROLLER_GEN=$(CONTROLLER_GEN) go test ./... -count=1 -timeout 30m
+
+# depguard cannot say "a controller never imports another controller", so .golangci.yml has
+# two rules per controller package (every directory under controllers/ but internal/) and each
+# denies the others: `lint` first checks that no controller was added without its rules.
+CONTROLLER_PKGS = $(filter-out internal,$(notdir $(patsubst %/,%,$(wildcard controllers/*/))))
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, revive, ..., and who may import whom.
+	@for c in $(CONTROLLER_PKGS); do \
+		grep -Eq "^ +controller-$$c:" .golangci.yml && grep -Eq "^ +controller-$$c-tests:" .golangci.yml || \
+		{ echo ".golangci.yml: controllers/$$c has no depguard rules controller-$$c and controller-$$c-tests"; exit 1; }; \
+	done
+	@n=$(words $(CONTROLLER_PKGS)); for c in $(CONTROLLER_PKGS); do \
+		[ "$$(grep -Ec "pkg: github.com/example/switchboard/controllers/$$c\$$" .golangci.yml)" -eq $$((2 * (n - 1))) ] || \
+		{ echo ".golangci.yml: the depguard rules of every other controller must deny controllers/$$c"; exit 1; }; \
+	done
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: lint-fix
+lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make itself.
+	$(GOLANGCI_LINT) run --fix ./...
 
 .PHONY: test-e2e
 test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests: the manager as a process, deployed from config/, on a local cluster.
@@ -154,6 +178,15 @@ $(KWOK): hack/tools/kwok/go.mod
 $(KWOK_STAGES): hack/tools/kwok/go.mod hack/tools/kwok/stages/main.go
 	@mkdir -p $(LOCALBIN)
 	cd hack/tools/kwok && go run ./stages > $@.tmp && mv $@.tmp $@
+
+# A cold build takes minutes (README, Tests); the Go build cache makes later ones quick. Built as
+# a dependency of hack/tools/lint, so `golangci-lint version` is told the version by hand (it would
+# report the tools module's "(devel)").
+$(GOLANGCI_LINT): hack/tools/lint/go.mod
+	@mkdir -p $(LOCALBIN)
+	cd hack/tools/lint && go build -o $@ \
+		-ldflags "$$(go list -m -f '-X main.version={{.Version}} -X main.date={{.Time.Format "2006-01-02"}} -X main.commit=hack/tools/lint' github.com/golangci/golangci-lint/v2)" \
+		github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
