@@ -20,11 +20,11 @@ func Select(table []Controller, items []string) ([]Controller, error) {
 	explicit := map[string]bool{}
 	for _, item := range items {
 		item = strings.TrimSpace(item)
-		switch {
-		case item == "*":
+		switch item {
+		case "*":
 			star = true
 			continue
-		case item == "" || item == "-":
+		case "", "-":
 			return nil, fmt.Errorf("--controllers: empty controller name; %s", KnownControllers(table))
 		}
 		name, enable := strings.TrimPrefix(item, "-"), !strings.HasPrefix(item, "-")

@@ -130,7 +130,7 @@ func TestHTTPTriggerConnectionErrorsGoToTheLogger(t *testing.T) {
 		return std.Write(p)
 	}))
 	t.Cleanup(func() { stdlog.SetOutput(os.Stderr) })
-	logger := funcr.New(func(prefix, args string) {
+	logger := funcr.New(func(_, args string) {
 		mu.Lock()
 		defer mu.Unlock()
 		logged = append(logged, args)

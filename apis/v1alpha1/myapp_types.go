@@ -132,7 +132,3 @@ type MyAppList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MyApp `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&MyApp{}, &MyAppList{})
-}

@@ -183,7 +183,3 @@ type VerticalScalerList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []VerticalScaler `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&VerticalScaler{}, &VerticalScalerList{})
-}

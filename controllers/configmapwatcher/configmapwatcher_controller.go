@@ -52,8 +52,8 @@ func ConfigMapChanges(mgr ctrl.Manager, namespaces []string) (source.Source, err
 		mgr.GetLogger().WithValues("controller", ControllerName)), nil
 }
 
-// OptedIn, a predicate of Deployment events, lets through the events of Deployments that carry the reload annotation (before or
-// after the change).
+// OptedIn is a predicate of Deployment events. It lets through the events of Deployments that
+// carry the reload annotation (before or after the change).
 func OptedIn() predicate.Predicate {
 	has := func(obj client.Object) bool {
 		_, ok := obj.GetAnnotations()[v1alpha1.ReloadAnnotation]

@@ -54,10 +54,10 @@ type Reconciler struct {
 	warned sync.Map // types.NamespacedName -> string
 }
 
-// SpecOrDeletionChanged, the predicate of MyApp events, lets through creations, deletions, and updates that change the spec
-// (generation) or the deletion timestamp. A status-only update does not trigger a reconcile,
-// nor does the controller's own finalizer patch; a finalizer removed by hand is put back by
-// the next periodic resync.
+// SpecOrDeletionChanged is the predicate of MyApp events. It lets through creations, deletions,
+// and updates that change the spec (generation) or the deletion timestamp. A status-only update
+// does not trigger a reconcile, nor does the controller's own finalizer patch; a finalizer removed
+// by hand is put back by the next periodic resync.
 func SpecOrDeletionChanged() predicate.Predicate {
 	return predicate.Or(
 		predicate.GenerationChangedPredicate{},
@@ -69,9 +69,10 @@ func SpecOrDeletionChanged() predicate.Predicate {
 	)
 }
 
-// NotCreated, the predicate of the owned Deployments and Services, drops the creation events of owned objects: the controller created them itself,
-// in the reconcile that already saw the result. After a restart, every MyApp's own creation
-// event reconciles it anyway. Updates (a Deployment's status, a hand edit) and deletions pass.
+// NotCreated is the predicate of the owned Deployments and Services. It drops the creation events
+// of owned objects: the controller created them itself, in the reconcile that already saw the
+// result. After a restart, every MyApp's own creation event reconciles it anyway. Updates (a
+// Deployment's status, a hand edit) and deletions pass.
 func NotCreated() predicate.Predicate {
 	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 }
@@ -253,14 +254,14 @@ func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, c
 	desired := desiredDeployment(app)
 	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desired)
 	if err != nil {
-		return nil, "", fmt.Errorf("Deployment: %w", err)
+		return nil, "", fmt.Errorf("writing the Deployment: %w", err)
 	}
 	if !sent {
 		return current, "", nil
 	}
 	result := &appsv1.Deployment{}
 	if err := apply.Decode(desired, result); err != nil {
-		return nil, "", fmt.Errorf("Deployment: %w", err)
+		return nil, "", fmt.Errorf("writing the Deployment: %w", err)
 	}
 	return result, describeChange("Deployment", current == nil), nil
 }
@@ -278,7 +279,7 @@ func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, curr
 	}
 	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredService(app))
 	if err != nil {
-		return "", fmt.Errorf("Service: %w", err)
+		return "", fmt.Errorf("writing the Service: %w", err)
 	}
 	if !sent {
 		return "", nil

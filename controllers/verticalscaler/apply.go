@@ -146,7 +146,7 @@ func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.Verti
 	}
 	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, runtime.ApplyConfiguration(owned), desiredDeployment(d, desired))
 	if err != nil {
-		return applyState{reason: v1alpha1.ReasonApplyFailed, message: err.Error()}, fmt.Errorf("Deployment %s: %w", d.Name, err)
+		return applyState{reason: v1alpha1.ReasonApplyFailed, message: err.Error()}, fmt.Errorf("applying to Deployment %s: %w", d.Name, err)
 	}
 	state := applyState{reason: v1alpha1.ReasonApplied, message: appliedMessage}
 	if changed {

@@ -373,7 +373,7 @@ func clusterServiceVersion(in *sorted, examples []*unstructured.Unstructured, op
 // OwnNamespace and SingleNamespace install modes would watch every namespace.
 func watchTargetNamespaces(d *appsv1.Deployment, image string) error {
 	if len(d.Spec.Template.Spec.Containers) != 1 {
-		return fmt.Errorf("Deployment %s has %d containers, want the manager alone", d.Name, len(d.Spec.Template.Spec.Containers))
+		return fmt.Errorf("the Deployment %s has %d containers, want the manager alone", d.Name, len(d.Spec.Template.Spec.Containers))
 	}
 	c := &d.Spec.Template.Spec.Containers[0]
 	if image != "" {

@@ -92,6 +92,6 @@ func (r *reader) eachNamed(name string, stdin io.Reader, fn func(line []byte)) e
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose
 	return r.each(f, fn)
 }

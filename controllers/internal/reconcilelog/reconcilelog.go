@@ -87,7 +87,7 @@ func Result(result reconcile.Result, err error) string {
 		return ResultError
 	case result.RequeueAfter > 0:
 		return ResultRequeueAfter
-	case result.Requeue: // Deprecated, but controller-runtime still honours it.
+	case result.Requeue: //nolint:staticcheck // Deprecated, but controller-runtime still honours it, so the log names it.
 		return ResultRequeue
 	default:
 		return ResultSuccess

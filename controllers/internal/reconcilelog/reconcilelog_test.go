@@ -39,7 +39,7 @@ func TestWrapLogsOneLinePerReconcile(t *testing.T) {
 		{"success", fixed{}, map[string]any{"result": "success"}},
 		{"requeue after", fixed{result: reconcile.Result{RequeueAfter: time.Minute}},
 			map[string]any{"result": "requeue-after", "requeueAfter": "1m0s"}},
-		{"requeue", fixed{result: reconcile.Result{Requeue: true}}, map[string]any{"result": "requeue"}},
+		{"requeue", fixed{result: reconcile.Result{Requeue: true}}, map[string]any{"result": "requeue"}}, //nolint:staticcheck // A reconciler of another project may still return it.
 		{"error", fixed{err: boom}, map[string]any{"result": "error"}},
 		{"error wins over requeue after", fixed{result: reconcile.Result{RequeueAfter: time.Minute}, err: boom},
 			map[string]any{"result": "error"}},
