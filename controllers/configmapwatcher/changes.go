@@ -30,8 +30,8 @@ var errResourceVersionGone = errors.New("resourceVersion gone")
 // ConfigMaps that stores nothing. Each added, changed or deleted ConfigMap enqueues the
 // Deployments that reload on it, found through the shared index on the Deployment cache.
 //
-// An informer would keep every ConfigMap of the cluster in memory (about 1 KiB each as metadata)
-// only to replay them after a relist. This controller needs none of that state: the hash on
+// An informer would keep every ConfigMap of the cluster in memory (as metadata, but still some
+// hundreds of bytes each) only to replay them after a relist. This controller needs none of that state: the hash on
 // each Deployment is the record of what it last rolled to, and Reconcile reads the few
 // ConfigMaps it needs from the API server. So the watch starts at the collection's current
 // resourceVersion, read with a one-item list, and resumes from the last resourceVersion it saw
