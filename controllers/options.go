@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -65,14 +66,18 @@ func NewOptions() *Options {
 		MetricsBindAddress:     ":8443",
 		SecureMetrics:          true,
 		HealthProbeBindAddress: ":8081",
-		KubeAPIQPS:             50,
-		KubeAPIBurst:           100,
-		SyncPeriod:             10 * time.Hour,
-		ResyncInterval:         10 * time.Minute,
-		SourceBufferSize:       sources.DefaultBufferSize,
-		UsageSource:            recommender.UsageFromMetricsAPI,
-		UsageInterval:          recommender.DefaultUsageInterval,
-		TriggerSecure:          true,
+		// No client-side rate limit unless asked for, as controller-runtime's GetConfig: the API
+		// server's Priority and Fairness shares its capacity among clients, while client-go's
+		// token bucket, one per REST client and so per kind, throttles a burst of writes long
+		// before the API server is busy.
+		KubeAPIQPS:       0,
+		KubeAPIBurst:     100,
+		SyncPeriod:       10 * time.Hour,
+		ResyncInterval:   10 * time.Minute,
+		SourceBufferSize: sources.DefaultBufferSize,
+		UsageSource:      recommender.UsageFromMetricsAPI,
+		UsageInterval:    recommender.DefaultUsageInterval,
+		TriggerSecure:    true,
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
 		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
 	}
@@ -90,8 +95,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader, so that only one of several managers reconciles.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease; by default the manager's own namespace.")
 	fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch; empty watches all.")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the API server, per kind; 0 or less means no client-side limit (the API server's Priority and Fairness still applies).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server above --kube-api-qps; used only when --kube-api-qps is positive.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers relist every watched object from the API server.")
 	fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval, "How often the periodic source re-enqueues every primary object of each controller; 0 turns it off.")
 	fs.IntVar(&o.SourceBufferSize, "source-buffer-size", o.SourceBufferSize, "Events each controller's channel of each source holds before new ones are dropped and counted.")
@@ -125,8 +130,8 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		return Selection{}, err
 	}
 	switch {
-	case o.KubeAPIQPS <= 0:
-		return Selection{}, fmt.Errorf("--kube-api-qps must be positive, got %v", o.KubeAPIQPS)
+	case math.IsNaN(o.KubeAPIQPS) || math.IsInf(o.KubeAPIQPS, 0):
+		return Selection{}, fmt.Errorf("--kube-api-qps must be a finite number, got %v", o.KubeAPIQPS)
 	case o.KubeAPIBurst < 1:
 		return Selection{}, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst)
 	case o.SyncPeriod <= 0:
@@ -169,9 +174,15 @@ func NewScheme() *runtime.Scheme {
 	return scheme
 }
 
-// RESTConfig applies the client rate limits to cfg.
+// RESTConfig applies the client-side rate limit to cfg: --kube-api-qps and --kube-api-burst when
+// the QPS is positive, else none. client-go reads a QPS of 0 as its default of 5, so "none" is
+// written as -1, as controller-runtime's GetConfig does.
 func (o *Options) RESTConfig(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
+	if o.KubeAPIQPS <= 0 {
+		cfg.QPS, cfg.Burst = -1, 0
+		return cfg
+	}
 	cfg.QPS = float32(o.KubeAPIQPS)
 	cfg.Burst = o.KubeAPIBurst
 	return cfg

@@ -1,11 +1,17 @@
 package controllers
 
 import (
+	"flag"
+	"math"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // TestCacheNamesOnlySelectedKinds: the cache looks up every kind it is configured for at start,
@@ -56,5 +62,54 @@ func TestMetricsUncompressed(t *testing.T) {
 	}
 	if !h.DisableCompression {
 		t.Error("metrics handler compression is on, want off")
+	}
+}
+
+// TestRESTConfigRateLimit: no client-side limit by default, nor with 0 or a negative QPS; a
+// positive QPS sets client-go's token bucket.
+func TestRESTConfigRateLimit(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		wantQPS   float32
+		wantBurst int
+	}{
+		{nil, -1, 0},
+		{[]string{"--kube-api-qps=0"}, -1, 0},
+		{[]string{"--kube-api-qps=-5", "--kube-api-burst=7"}, -1, 0},
+		{[]string{"--kube-api-qps=50"}, 50, 100},
+		{[]string{"--kube-api-qps=20.5", "--kube-api-burst=40"}, 20.5, 40},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o := NewOptions()
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			o.BindFlags(fs, Table())
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o.Resolve(Table()); err != nil {
+				t.Fatal(err)
+			}
+			cfg := o.RESTConfig(&rest.Config{Host: "https://example.com", QPS: 5, Burst: 10})
+			if cfg.QPS != tc.wantQPS || cfg.Burst != tc.wantBurst {
+				t.Errorf("QPS, burst = %v, %d; want %v, %d", cfg.QPS, cfg.Burst, tc.wantQPS, tc.wantBurst)
+			}
+			// client-go builds no rate limiter for a QPS of -1.
+			client, err := rest.RESTClientFor(&rest.Config{Host: cfg.Host, QPS: cfg.QPS, Burst: cfg.Burst,
+				ContentConfig: rest.ContentConfig{GroupVersion: &schema.GroupVersion{Version: "v1"}, NegotiatedSerializer: scheme.Codecs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if limited := client.GetRateLimiter() != nil; limited != (tc.wantQPS > 0) {
+				t.Errorf("client-side rate limiter present = %v, want %v", limited, tc.wantQPS > 0)
+			}
+		})
+	}
+}
+
+func TestRejectsNonFiniteQPS(t *testing.T) {
+	o := NewOptions()
+	o.KubeAPIQPS = math.Inf(1)
+	if _, err := o.Resolve(Table()); err == nil || !strings.Contains(err.Error(), "--kube-api-qps must be a finite number") {
+		t.Errorf("Resolve() = %v, want a --kube-api-qps error", err)
 	}
 }
