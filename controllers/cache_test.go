@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestCacheKeepsManagedFieldsOnlyWhereRead checks the per-kind transform: the kinds whose

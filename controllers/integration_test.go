@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/indexers"
+	"github.com/example/switchboard/internal/testenv"
 	"github.com/example/switchboard/internal/testutil"
 )
 

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 	"github.com/example/switchboard/internal/testutil"
 )
 

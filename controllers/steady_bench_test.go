@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // writableResources are every resource one of the three controllers may write.

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // referenceKinds are the ways a Pod spec can use a ConfigMap, one Deployment each, named after

@@ -15,7 +15,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/configmapwatcher"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // env is the control plane shared by the tests of this package; each test starts its own

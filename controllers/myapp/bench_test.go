@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/myapp"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // objectResources are the resources a MyApp controller must write; events are counted apart.

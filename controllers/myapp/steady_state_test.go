@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestSteadyStateWritesNothing converges a few MyApps, then lets the periodic source resync

@@ -18,9 +18,9 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/verticalscaler"
 	"github.com/example/switchboard/indexers"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // BenchmarkMapFunction measures the map function from a Deployment to its VerticalScaler with

@@ -21,9 +21,9 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/compare"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/verticalscaler"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 const timeout = 20 * time.Second

@@ -1,7 +1,15 @@
-// Package testenv starts a real API server (envtest: etcd and kube-apiserver, no controllers)
-// with Switchboard's CRDs, and managers on it wired exactly as main.go wires them: the same
-// flags, the same table, the same Wire. Each controller package's TestMain uses it to prove that
-// its controller works alone.
+// Package testenv is Switchboard's one test kit, modelled on cluster-api's
+// internal/test/envtest: it starts a real API server (envtest: etcd and kube-apiserver, no
+// controllers) with Switchboard's CRDs, and managers on it wired exactly as main.go wires them:
+// the same flags, the same table, the same Wire. Each controller package's TestMain uses it to
+// prove that its controller works alone, and the all-controllers suite in controllers/ to prove
+// that they work together.
+//
+// It lives in the module root's internal/, not under controllers/internal/, because Go's
+// internal rule lets a package be imported only from the tree rooted at the parent of its
+// internal/ directory: under controllers/ it could serve the envtest suites but not test/e2e
+// nor testdata/logs/capture.go, and the kit is the one place every one of them takes its
+// helpers from.
 package testenv
 
 import (
