@@ -20,7 +20,6 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/indexers"
 	"github.com/example/switchboard/internal/testenv"
-	"github.com/example/switchboard/internal/testutil"
 )
 
 // env is the control plane of the all-controllers suite.
@@ -66,7 +65,7 @@ func TestReadinessCheckPerEnabledController(t *testing.T) {
 		{"verticalscaler", []string{"verticalscaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
-			addr := testutil.FreeAddress(t)
+			addr := testenv.FreeAddress(t)
 			m := env.StartManager(t, "--controllers="+tc.controllers, "--health-probe-bind-address="+addr)
 			if diff := cmp.Diff(tc.want, readyChecks(t, addr)); diff != "" {
 				t.Errorf("readiness checks (-want +got):\n%s", diff)

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/example/switchboard/internal/testenv"
-	"github.com/example/switchboard/internal/testutil"
 )
 
 // TestSecureMetricsAuthenticatesAndAuthorizes scrapes the default metrics endpoint (HTTPS,
@@ -36,7 +35,7 @@ func TestSecureMetricsAuthenticatesAndAuthorizes(t *testing.T) {
 	forbidden := serviceAccountToken(t, cs, ns, "stranger")
 	grantMetricsReader(t, cs, ns, "prometheus")
 
-	addr := testutil.FreeAddress(t)
+	addr := testenv.FreeAddress(t)
 	env.StartManager(t, "--controllers=configmapwatcher", "--metrics-bind-address="+addr)
 	// The manager serves a self-signed certificate unless given one.
 	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}

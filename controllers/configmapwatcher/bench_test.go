@@ -32,7 +32,6 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/testenv"
-	"github.com/example/switchboard/internal/testutil"
 )
 
 // forcedGCPeriod is how often, at the least, the Go runtime collects garbage (its forcegcperiod):
@@ -231,7 +230,7 @@ type managerProcess struct {
 
 func startManagerProcess(b *testing.B, bin, kubeconfig string) *managerProcess {
 	b.Helper()
-	addr := testutil.FreeAddress(b)
+	addr := testenv.FreeAddress(b)
 	logFile, err := os.Create(filepath.Join(b.TempDir(), "manager.log"))
 	if err != nil {
 		b.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/myapp"
 	"github.com/example/switchboard/internal/testenv"
-	"github.com/example/switchboard/internal/testutil"
 )
 
 // The HTTP trigger feeds every controller; these tests run it through a real manager, with its
@@ -35,7 +34,7 @@ func startWithTrigger(t testing.TB, controllers string) func(controller, token, 
 	if err := os.WriteFile(tokenFile, []byte(triggerToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := testutil.FreeAddress(t)
+	addr := testenv.FreeAddress(t)
 	env.StartManager(t, "--controllers="+controllers, "--trigger-bind-address="+addr, "--trigger-token-file="+tokenFile)
 	// The certificate is self-signed, generated at start.
 	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}

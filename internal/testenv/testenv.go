@@ -35,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/internal/testutil"
 )
 
 // Env is a running control plane.
@@ -206,7 +205,7 @@ func BenchSetting(name string, def int) int {
 // timeout passes first.
 func Eventually(t testing.TB, timeout time.Duration, check func() error) {
 	t.Helper()
-	testutil.Poll(t, timeout, 50*time.Millisecond, check)
+	Poll(t, timeout, 50*time.Millisecond, check)
 }
 
 // Clientset returns a typed clientset for the admin, for what the controller-runtime client

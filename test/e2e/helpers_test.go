@@ -30,7 +30,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/internal/testutil"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // The names the shipped manifests give the manager.
@@ -135,13 +135,13 @@ type managerProcess struct {
 // manager reads it from the ServiceAccount's files). extra flags come last and win.
 func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extra ...string) *managerProcess {
 	t.Helper()
-	probes := testutil.FreeAddress(t)
+	probes := testenv.FreeAddress(t)
 	args := append([]string{}, deploymentArgs...)
 	args = append(args,
 		"--kubeconfig="+kubeconfig,
 		"--leader-election-namespace="+managerNamespace,
 		"--health-probe-bind-address="+probes,
-		"--metrics-bind-address="+testutil.FreeAddress(t),
+		"--metrics-bind-address="+testenv.FreeAddress(t),
 	)
 	logDir := os.Getenv("SWITCHBOARD_E2E_LOG_DIR")
 	if logDir != "" {
@@ -251,7 +251,7 @@ func clientAs(t *testing.T, cfg *rest.Config) client.Client {
 // faster, because checks list objects of a cluster that also runs the controllers under test.
 func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	t.Helper()
-	testutil.Poll(t, timeout, 250*time.Millisecond, check)
+	testenv.Poll(t, timeout, 250*time.Millisecond, check)
 }
 
 // createMyApp creates a MyApp running nginx:1.27.
