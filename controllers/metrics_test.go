@@ -30,7 +30,7 @@ func TestSecureMetricsAuthenticatesAndAuthorizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := newMetricsNamespace(t, cs)
+	ns := env.Namespace(t, "metrics-")
 	allowed := serviceAccountToken(t, cs, ns, "prometheus")
 	forbidden := serviceAccountToken(t, cs, ns, "stranger")
 	grantMetricsReader(t, cs, ns, "prometheus")
@@ -82,16 +82,6 @@ func TestSecureMetricsAuthenticatesAndAuthorizes(t *testing.T) {
 			t.Errorf("%s: got %d (%.200s), want %d", tc.name, code, body, tc.want)
 		}
 	}
-}
-
-func newMetricsNamespace(t *testing.T, cs *kubernetes.Clientset) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
 }
 
 // serviceAccountToken creates a ServiceAccount and returns a token for it.

@@ -33,17 +33,14 @@ func BenchmarkSharedDeploymentsSteadyState(b *testing.B) {
 		sets, window = 3, 10*time.Second
 	}
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "shared-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		b.Fatal(err)
-	}
-	args := []string{"--controllers=*", "--watch-namespaces=" + ns.Name, "--usage-source=pod-annotations", "--usage-interval=1s"}
+	ns := env.Namespace(b, "shared-")
+	args := []string{"--controllers=*", "--watch-namespaces=" + ns, "--usage-source=pod-annotations", "--usage-interval=1s"}
 	m := env.StartManager(b, append(args, "--resync-interval=0")...)
 	for i := range sets {
-		createSharedSet(b, ctx, ns.Name, fmt.Sprintf("app-%02d", i))
+		createSharedSet(b, ctx, ns, fmt.Sprintf("app-%02d", i))
 	}
 	for i := range sets {
-		waitAllThreeApplied(b, ctx, ns.Name, fmt.Sprintf("app-%02d", i))
+		waitAllThreeApplied(b, ctx, ns, fmt.Sprintf("app-%02d", i))
 	}
 	// The Deployments' last changes make myapp write the MyApps' status once more: stopping
 	// before that would leave it to the measured window.

@@ -64,7 +64,7 @@ func BenchmarkMemoryAndLatency(b *testing.B) {
 	floorBin := buildShipped(b, "github.com/example/switchboard/hack/memfloor")
 	kubeconfig := writeKubeconfig(b, env.Config)
 	c := fastClient(b)
-	ns := newNamespace(b)
+	ns := env.Namespace(b, "cmw-")
 	// envtest runs no namespace controller: delete the objects themselves, so that the next
 	// run (-count) does not find this run's objects in the cache it measures.
 	b.Cleanup(func() { deleteAll(b, c, ns) })

@@ -29,16 +29,6 @@ func TestMain(m *testing.M) {
 
 const timeout = 20 * time.Second
 
-// newNamespace creates a namespace for one test.
-func newNamespace(t testing.TB) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cmw-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
-
 func create(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, obj := range objs {

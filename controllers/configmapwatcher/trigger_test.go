@@ -79,7 +79,7 @@ func target(ns, name string) string {
 func TestTriggerReconcilesTheNamedObject(t *testing.T) {
 	post := startWithTrigger(t, myapp.ControllerName)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "cmw-")
 	apps := map[string]*v1alpha1.MyApp{}
 	for _, name := range []string{"named", "other"} {
 		apps[name] = &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -139,7 +139,7 @@ func waitPhase(t *testing.T, app *v1alpha1.MyApp, phase v1alpha1.MyAppPhase) {
 // Reconciler checks the opt-in itself, so neither is written.
 func TestTriggerBypassesForPredicates(t *testing.T) {
 	post := startWithTrigger(t, "configmapwatcher")
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "cmw-")
 	create(t, configMap(ns, "settings", map[string]string{"k": "v1"}),
 		deployment(ns, "opted-in", "true", envFrom("settings")), deployment(ns, "plain", "", envFrom("settings")))
 	waitHashed(t, ns, nil, "opted-in")

@@ -142,7 +142,7 @@ const (
 // create it, add the finalizer, write the Deployment and the Service as kind says, write
 // status. It returns the wall time and the API server's CPU time.
 func runFloor(b *testing.B, ctx context.Context, kind floorKind, workers, n int) phase {
-	ns := benchNamespace(b, "floor-")
+	ns := env.Namespace(b, "floor-")
 	floor := timePhase(b, ctx, func() {
 		parallel(b, workers, n, func(i int) error { return floorWrites(ctx, kind, benchMyApp(ns, i)) })
 	})
@@ -229,7 +229,7 @@ func applyOwned(ctx context.Context, app *v1alpha1.MyApp) error {
 // periodic resync, watches a steady window, and reports what was written.
 func runController(b *testing.B, ctx context.Context, workers, n int, checkSteady bool, steady time.Duration) (phase, float64, float64) {
 	// The manager watches only this round's namespace: the floor's MyApps are not its business.
-	ns := benchNamespace(b, "converge-")
+	ns := env.Namespace(b, "converge-")
 	m := startBenchManager(b, ns, workers, "0")
 	done, stopObserving := allConverged(b, ctx, m, n)
 	before := apiWrites(b, ctx)
@@ -359,14 +359,6 @@ func allConverged(b *testing.B, ctx context.Context, m *testenv.Manager, n int) 
 			b.Error(err)
 		}
 	}
-}
-
-func benchNamespace(b *testing.B, prefix string) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		b.Fatal(err)
-	}
-	return ns.Name
 }
 
 func benchMyApp(ns string, i int) *v1alpha1.MyApp {

@@ -32,13 +32,10 @@ func BenchmarkMapFunction(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("scalers=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
-			if err := env.Client.Create(ctx, ns); err != nil {
-				b.Fatal(err)
-			}
-			createScalers(b, ns.Name, n)
-			mapDeployment := verticalscaler.VerticalScalersFor(cachedClient(b, ns.Name, n))
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: fmt.Sprintf("d-%d", n/2)}}
+			ns := env.Namespace(b, "bench-")
+			createScalers(b, ns, n)
+			mapDeployment := verticalscaler.VerticalScalersFor(cachedClient(b, ns, n))
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", n/2)}}
 			b.ReportAllocs()
 			for b.Loop() {
 				if got := mapDeployment(ctx, d); len(got) != 1 {
@@ -125,24 +122,21 @@ func BenchmarkOneUpdateReconcilesOne(b *testing.B) {
 		n = v
 	}
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-one-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		b.Fatal(err)
-	}
-	createScalers(b, ns.Name, n)
-	createDeployments(b, ns.Name, n)
+	ns := env.Namespace(b, "bench-one-")
+	createScalers(b, ns, n)
+	createDeployments(b, ns, n)
 	// The reconcile counter is the process's: it includes what earlier runs (-count) did.
 	before, err := testenv.ReconcileTotal(verticalscaler.ControllerName)
 	if err != nil {
 		b.Fatal(err)
 	}
 	env.StartManager(b, "--controllers=verticalscaler", "--resync-interval=0", "--usage-source=off",
-		"--concurrency=verticalscaler=8", "--watch-namespaces="+ns.Name)
+		"--concurrency=verticalscaler=8", "--watch-namespaces="+ns)
 	settled := waitReconcilesSettle(b, before+float64(n))
 
 	for range b.N {
 		d := &appsv1.Deployment{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: fmt.Sprintf("d-%d", n/2)}, d); err != nil {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("d-%d", n/2)}, d); err != nil {
 			b.Fatal(err)
 		}
 		patch := client.MergeFrom(d.DeepCopy())

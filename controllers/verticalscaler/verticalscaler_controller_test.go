@@ -35,15 +35,6 @@ var (
 	annotationUsage = []string{"--controllers=verticalscaler", "--resync-interval=0", "--usage-source=pod-annotations", "--usage-interval=200ms"}
 )
 
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "vs-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
-
 // newDeployment creates a Deployment with one container "app" as the field manager "myapp"
 // would, with the given resources.
 func newDeployment(t *testing.T, ns, name string, res corev1.ResourceRequirements) *appsv1.Deployment {
@@ -155,7 +146,7 @@ func settledReconciles(t *testing.T) float64 {
 func TestEveryOrderOfCreationAndDeletion(t *testing.T) {
 	env.StartManager(t, quiet...)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 
 	// The VerticalScaler first: its Deployment does not exist yet.
 	vs := newScaler(t, ns, "early", "web", v1alpha1.UpdateModeOff)
@@ -189,7 +180,7 @@ func TestEveryOrderOfCreationAndDeletion(t *testing.T) {
 func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
 	env.StartManager(t, quiet...)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	web := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "")})
 	newDeployment(t, ns, "api", corev1.ResourceRequirements{})
 	for _, vs := range []*v1alpha1.VerticalScaler{
@@ -228,7 +219,7 @@ func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
 
 func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 	env.StartManager(t, annotationUsage...)
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "100Mi")})
 	newPod(t, ns, "web", "cpu=500m,memory=300Mi")
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff,
@@ -284,7 +275,7 @@ func ownedContainerFields(t *testing.T, d *appsv1.Deployment) map[string][]strin
 func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	env.StartManager(t, annotationUsage...)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "100Mi"), Limits: list("200m", "")})
 	newPod(t, ns, "web", "cpu=500m,memory=300Mi")
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto)
@@ -382,7 +373,7 @@ func contains(list []string, s string) bool {
 
 func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
 	// A recommendation from an earlier run of the manager.
@@ -407,7 +398,7 @@ func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 
 func TestPolicyForMissingContainerIsAConditionNotARetryLoop(t *testing.T) {
 	env.StartManager(t, quiet...)
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto, v1alpha1.ContainerPolicy{ContainerName: "ghost"})
 	c := waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonContainerNotFound)
@@ -422,7 +413,7 @@ func TestPolicyForMissingContainerIsAConditionNotARetryLoop(t *testing.T) {
 }
 
 func TestCRDRejectsInvalidSpecs(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	for _, tc := range []struct {
 		name string
 		spec v1alpha1.VerticalScalerSpec

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestCrashSafety kills the manager with SIGKILL while 200 MyApps converge and starts another:
@@ -23,7 +24,7 @@ func TestCrashSafety(t *testing.T) {
 	c := newCluster(t)
 	args := c.deploy(t, "default")
 	kubeconfig, _ := c.serviceAccountKubeconfig(t)
-	ns := c.namespace(t, "e2e-crash")
+	ns := testenv.Namespace(t, c.admin, "e2e-crash-")
 	first := startManager(t, kubeconfig, args, "--concurrency=myapp=4")
 	for i := range n {
 		createMyApp(t, c, ns, fmt.Sprintf("app-%03d", i), 1)

@@ -281,13 +281,6 @@ func waitDeployments(t *testing.T, c *testCluster, ns string, n int) {
 	})
 }
 
-// namespace creates a namespace; the cluster goes at the end of the test.
-func (c *testCluster) namespace(t *testing.T, name string) string {
-	t.Helper()
-	c.kubectl(t, "create", "namespace", name)
-	return name
-}
-
 func fromUnstructured(obj *unstructured.Unstructured, into any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into)
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // controller-runtime's defaults, which the manager keeps: a leader that stops renewing loses the
@@ -35,7 +36,7 @@ func TestLeaderElection(t *testing.T) {
 	c := newCluster(t)
 	args := c.deploy(t, "default")
 	kubeconfig, _ := c.serviceAccountKubeconfig(t)
-	ns := c.namespace(t, "e2e-leader")
+	ns := testenv.Namespace(t, c.admin, "e2e-leader-")
 	a := startManager(t, kubeconfig, args)
 	b := startManager(t, kubeconfig, args)
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestShippedRBAC deploys the configmapwatcher overlay and config/default, each on a cluster of
@@ -28,7 +29,7 @@ func TestShippedRBAC(t *testing.T) {
 		kubeconfig, saConfig := c.serviceAccountKubeconfig(t)
 		m := startManager(t, kubeconfig, args)
 		eventually(t, 90*time.Second, readyCheck(m))
-		configMapWatcherWorks(t, c, c.namespace(t, "e2e-cmw-only"))
+		configMapWatcherWorks(t, c, testenv.Namespace(t, c.admin, "e2e-cmw-only-"))
 
 		// The MyApp CRD exists (installed by someone else), but the overlay's RBAC does not
 		// cover it: the API server refuses the ServiceAccount, and a manager told to run myapp
@@ -56,7 +57,7 @@ func TestShippedRBAC(t *testing.T) {
 		kubeconfig, _ := c.serviceAccountKubeconfig(t)
 		m := startManager(t, kubeconfig, args)
 		eventually(t, 90*time.Second, readyCheck(m))
-		ns := c.namespace(t, "e2e-default")
+		ns := testenv.Namespace(t, c.admin, "e2e-default-")
 		configMapWatcherWorks(t, c, ns)
 		myAppAndVerticalScalerWork(t, c, ns)
 	})
