@@ -44,7 +44,9 @@ func BenchmarkSharedDeploymentsSteadyState(b *testing.B) {
 	}
 	// The Deployments' last changes make myapp write the MyApps' status once more: stopping
 	// before that would leave it to the measured window.
-	waitQuiet(b, "myapp", "configmapwatcher")
+	// (The verticalscaler is never quiet here: the usage source triggers it every second.)
+	testenv.WaitQuiet(b, testenv.InProcess, testenv.Quiet{Controllers: []string{"myapp", "configmapwatcher"},
+		Idle: true, For: 3 * time.Second, Interval: 500 * time.Millisecond, Timeout: 2 * time.Minute})
 	m.Stop()
 
 	for range b.N {
@@ -115,26 +117,6 @@ func waitAllThreeApplied(b *testing.B, ctx context.Context, ns, name string) {
 		}
 		return nil
 	})
-}
-
-// waitQuiet waits until the named controllers have finished no reconcile for 3 s. (The
-// verticalscaler is never quiet here: the usage source triggers it every second.)
-func waitQuiet(b *testing.B, controllers ...string) {
-	b.Helper()
-	last, quietSince := map[string]float64{}, time.Now()
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		now := reconcilesPerController(b)
-		for _, name := range controllers {
-			if now[name] != last[name] {
-				quietSince = time.Now()
-			}
-			last[name] = now[name]
-		}
-		if time.Since(quietSince) >= 3*time.Second {
-			return
-		}
-	}
-	b.Fatalf("controllers %v never stopped reconciling", controllers)
 }
 
 func reconcilesPerController(b *testing.B) map[string]float64 {

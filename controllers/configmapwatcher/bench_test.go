@@ -31,6 +31,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/controllers/configmapwatcher"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -86,7 +87,13 @@ func BenchmarkMemoryAndLatency(b *testing.B) {
 				}
 			}
 			m := startManagerProcess(b, bin, kubeconfig)
-			m.waitSettled(b, min(deployments, size))
+			// Settled: every Deployment reconciled, then nothing queued, no worker busy and
+			// the count unchanged for 5 s. One reading a second, not faster: every scrape
+			// allocates in the manager, and scraping as often as a poll loop would makes
+			// garbage that the memory figures would then include.
+			testenv.WaitQuiet(b, testenv.MetricsEndpoint("http://"+m.metricsAddr+"/metrics"), testenv.Quiet{
+				Controllers: []string{configmapwatcher.ControllerName}, AtLeast: min(deployments, size), Idle: true,
+				For: 5 * time.Second, Interval: time.Second, Timeout: 10 * time.Minute})
 			busy := procStatus(b, m.cmd.Process.Pid, "VmRSS")["VmRSS"]
 			floor := startFloor(b, floorBin, kubeconfig)
 			idleFrom := time.Now()
@@ -256,8 +263,7 @@ func startManagerProcess(b *testing.B, bin, kubeconfig string) *managerProcess {
 	return &managerProcess{cmd: cmd, metricsAddr: addr}
 }
 
-// metrics sums the samples of the families settling is judged by for the configmapwatcher controller from the
-// manager's /metrics.
+// metrics reads the Go heap families of the manager's /metrics.
 func (m *managerProcess) metrics() (map[string]float64, error) {
 	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
 	if err != nil {
@@ -275,43 +281,7 @@ func (m *managerProcess) metrics() (map[string]float64, error) {
 			out[name] += s.GetGauge().GetValue()
 		}
 	}
-	for _, name := range []string{"controller_runtime_reconcile_total", "workqueue_depth", "controller_runtime_active_workers"} {
-		for _, s := range families[name].GetMetric() {
-			for _, l := range s.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "configmapwatcher" {
-					out[name] += s.GetCounter().GetValue() + s.GetGauge().GetValue()
-				}
-			}
-		}
-	}
 	return out, nil
-}
-
-// waitSettled waits until the manager has reconciled at least n Deployments and stayed idle
-// for 5 s. It reads /metrics once a second, not faster: every scrape allocates, and scraping
-// as often as a poll loop would makes garbage that the memory figures would then include.
-func (m *managerProcess) waitSettled(b *testing.B, n int) {
-	b.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	idleSince := time.Time{}
-	for {
-		got, err := m.metrics()
-		switch {
-		case err != nil:
-			idleSince = time.Time{}
-		case got["controller_runtime_reconcile_total"] < float64(n) || got["workqueue_depth"] > 0 || got["controller_runtime_active_workers"] > 0:
-			idleSince = time.Time{}
-			err = fmt.Errorf("not settled: %v", got)
-		case idleSince.IsZero():
-			idleSince = time.Now()
-		case time.Since(idleSince) >= 5*time.Second:
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the manager did not settle within 10 minutes: %v", err)
-		}
-		time.Sleep(time.Second)
-	}
 }
 
 // startFloor starts hack/memfloor (a controller-runtime manager that caches what the

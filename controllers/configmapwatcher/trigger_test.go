@@ -89,7 +89,7 @@ func TestTriggerReconcilesTheNamedObject(t *testing.T) {
 	for _, app := range apps {
 		waitPhase(t, app, v1alpha1.MyAppPending)
 	}
-	settleController(t, myapp.ControllerName, reconcileTotalOf(t, myapp.ControllerName), 0)
+	testenv.WaitQuiet(t, testenv.InProcess, settledOf(myapp.ControllerName, reconcileTotalOf(t, myapp.ControllerName), 0))
 
 	for _, app := range apps {
 		app.Status.Phase, app.Status.ReadyReplicas = v1alpha1.MyAppRunning, 1
@@ -110,7 +110,7 @@ func TestTriggerReconcilesTheNamedObject(t *testing.T) {
 		t.Fatalf("POST answered %d, want 202", code)
 	}
 	waitPhase(t, apps["named"], v1alpha1.MyAppPending)
-	settleController(t, myapp.ControllerName, since, 1)
+	testenv.WaitQuiet(t, testenv.InProcess, settledOf(myapp.ControllerName, since, 1))
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(apps["other"]), apps["other"]); err != nil {
 		t.Fatal(err)
 	}

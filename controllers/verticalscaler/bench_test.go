@@ -132,7 +132,13 @@ func BenchmarkOneUpdateReconcilesOne(b *testing.B) {
 	}
 	env.StartManager(b, "--controllers=verticalscaler", "--resync-interval=0", "--usage-source=off",
 		"--concurrency=verticalscaler=8", "--watch-namespaces="+ns)
-	settled := waitReconcilesSettle(b, before+float64(n))
+	// Settled: the count unchanged over two readings two seconds apart, nothing queued, no
+	// worker busy.
+	quiet := testenv.Quiet{Controllers: []string{verticalscaler.ControllerName}, Idle: true,
+		For: 2 * time.Second, Interval: 2 * time.Second, Timeout: 15 * time.Minute}
+	first := quiet
+	first.Since, first.AtLeast = before, n
+	settled := testenv.WaitQuiet(b, testenv.InProcess, first)
 
 	for range b.N {
 		d := &appsv1.Deployment{}
@@ -144,7 +150,7 @@ func BenchmarkOneUpdateReconcilesOne(b *testing.B) {
 		if err := env.Client.Patch(ctx, d, patch); err != nil {
 			b.Fatal(err)
 		}
-		after := waitReconcilesSettle(b, 0)
+		after := testenv.WaitQuiet(b, testenv.InProcess, quiet)
 		b.ReportMetric(after-settled, "reconciles/update")
 		if after-settled != 1 {
 			b.Errorf("one Deployment update among %d caused %v reconciles, want 1", n, after-settled)
@@ -170,23 +176,4 @@ func createDeployments(b *testing.B, ns string, n int) {
 			},
 		}
 	})
-}
-
-// waitReconcilesSettle waits until the process's reconcile counter of the controller reaches
-// at least atLeast and then stays put for two seconds, and returns it.
-func waitReconcilesSettle(b *testing.B, atLeast float64) float64 {
-	b.Helper()
-	last := -1.0
-	for deadline := time.Now().Add(15 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
-		now, err := testenv.ReconcileTotal(verticalscaler.ControllerName)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if now == last && now >= atLeast {
-			return now
-		}
-		last = now
-	}
-	b.Fatal("reconciles never settled")
-	return 0
 }

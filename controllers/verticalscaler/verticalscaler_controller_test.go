@@ -127,20 +127,12 @@ func reconcileTotal(t *testing.T) float64 {
 	return n
 }
 
-// settledReconciles waits until the reconcile count stops moving for a second and returns it.
+// settledReconciles waits until the verticalscaler is quiet (its reconcile count unchanged
+// over a second, nothing queued, no worker busy) and returns its reconcile count.
 func settledReconciles(t *testing.T) float64 {
 	t.Helper()
-	last := reconcileTotal(t)
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
-		time.Sleep(time.Second)
-		now := reconcileTotal(t)
-		if now == last {
-			return now
-		}
-		last = now
-	}
-	t.Fatal("reconciles never settled")
-	return 0
+	return testenv.WaitQuiet(t, testenv.InProcess, testenv.Quiet{Controllers: []string{verticalscaler.ControllerName},
+		Idle: true, For: time.Second, Interval: time.Second, Timeout: timeout})
 }
 
 func TestEveryOrderOfCreationAndDeletion(t *testing.T) {

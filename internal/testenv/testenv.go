@@ -170,6 +170,14 @@ func (e *Env) StartManager(t testing.TB, args ...string) *Manager {
 		cancel()
 		t.Fatalf("wiring manager: %v", err)
 	}
+	var names []string
+	for _, c := range selection.Controllers {
+		names = append(names, c.Name)
+	}
+	if err := noteStaleDepth(names); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
 	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
 	t.Cleanup(m.Stop)
