@@ -51,7 +51,7 @@ type Env struct {
 // binaries come from KUBEBUILDER_ASSETS when set, else from bin/k8s at the module root, where
 // `make envtest-assets` builds them.
 func Start() (*Env, error) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +220,9 @@ func Eventually(t testing.TB, timeout time.Duration, check func() error) {
 // does not do (the API server's /metrics).
 func (e *Env) Clientset() (*kubernetes.Clientset, error) { return kubernetes.NewForConfig(e.Config) }
 
-// moduleRoot walks up from the working directory to the directory holding go.mod.
-func moduleRoot() (string, error) {
+// ModuleRoot walks up from the working directory to the directory holding this module's
+// go.mod: tests run in their package's directory, `go run` programs wherever they are started.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

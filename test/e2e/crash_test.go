@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,10 +30,9 @@ func TestCrashSafety(t *testing.T) {
 	}
 	// Kill it in the middle of the work.
 	waitDeployments(t, c, ns, n/4)
-	if err := syscall.Kill(-first.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	first.stop(t)
 
 	// The new manager waits out the killed one's Lease, then finishes the work.
 	startManager(t, kubeconfig, args, "--concurrency=myapp=4")

@@ -46,9 +46,9 @@ func TestAPIServerRestart(t *testing.T) {
 	// An exit is for good: fail at once rather than wait for MyApps that cannot converge.
 	running := func() {
 		t.Helper()
-		if exited, err := m.exited(); exited {
+		if exited, err := m.Exited(); exited {
 			t.Fatalf("the manager exited (%v) instead of reconnecting; the API server was away for %s:\n%s",
-				err, restart.Round(100*time.Millisecond), m.log.String())
+				err, restart.Round(100*time.Millisecond), m.Output())
 		}
 	}
 
