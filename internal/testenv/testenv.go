@@ -85,6 +85,17 @@ func Start() (*Env, error) {
 // Stop stops the control plane.
 func (e *Env) Stop() error { return e.env.Stop() }
 
+// AddUser adds a user who authenticates with a client certificate and belongs to groups, and
+// returns a REST config that connects as that user: for running something under RBAC narrower
+// than the admin's (WriteKubeconfig turns it into a file for a process).
+func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s: %w", name, err)
+	}
+	return user.Config(), nil
+}
+
 // Main is a TestMain body: it starts the control plane, runs the tests, and stops it.
 func Main(m *testing.M, env **Env) int {
 	logs, closeLogs, err := logOutput()
