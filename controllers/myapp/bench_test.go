@@ -43,9 +43,9 @@ func BenchmarkConvergence(b *testing.B) {
 }
 
 // roundsRun counts the rounds run in this process. Each round starts with a different phase:
-// the API server gets slower as a benchmark process goes on (the plain floor's API server CPU
-// per MyApp rose from 14.7 to 18.4 ms over three 4-worker runs), and a fixed order would charge
-// that drift to whichever phase always runs last.
+// the API server gets slower as a benchmark process goes on (its CPU time per MyApp grows from
+// run to run; the README's Performance section says by how much), and a fixed order would
+// charge that drift to whichever phase always runs last.
 var roundsRun int
 
 func benchConvergence(b *testing.B, workers int, checkSteady bool) {
@@ -261,7 +261,7 @@ func runController(b *testing.B, ctx context.Context, workers, n int, checkStead
 // from the same cluster. Without it each phase pays for the ones before: the
 // API server's ClusterIP allocator lists every allocated address on each Service creation, so
 // creating a Service costs more the more Services exist, and the controller, measured after the
-// floor, paid for the floor's 1,000 Services. No manager runs by then, so the MyApps' finalizers
+// floor, paid for the floor's N Services. No manager runs by then, so the MyApps' finalizers
 // are removed here.
 func clearNamespace(b *testing.B, ctx context.Context, ns string) {
 	const clearWorkers = 4

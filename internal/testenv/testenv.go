@@ -65,7 +65,8 @@ func Start() (*Env, error) {
 			return nil, fmt.Errorf("no kube-apiserver in %s and KUBEBUILDER_ASSETS is not set: run `make envtest-assets` (or `make test`) first", env.BinaryAssetsDirectory)
 		}
 	}
-	// envtest's default /24 runs out after about 250 Services.
+	// envtest's default /24 has too few Service addresses for the benchmarks, which create a
+	// Service per MyApp.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
 	cfg, err := env.Start()
 	if err != nil {
