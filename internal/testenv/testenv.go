@@ -10,6 +10,25 @@
 // internal/ directory: under controllers/ it could serve the envtest suites but not test/e2e
 // nor testdata/logs/capture.go, and the kit is the one place every one of them takes its
 // helpers from.
+//
+// What it offers:
+//   - the control plane (Start, Main, Env, Env.AddUser) and managers in the test process
+//     (Env.StartManager);
+//   - a namespace per test (Namespace, Env.Namespace);
+//   - one wait until controllers are quiet (Quiet, WaitQuiet), reading this process's
+//     controller metrics (InProcess) or a manager process's (MetricsEndpoint,
+//     Process.ControllerMetrics);
+//   - the manager binary, or another program of the module, as a process (Build, BuildBinary,
+//     WriteKubeconfig, StartProcess, RunProcess, Process): errors from its methods, so that
+//     programs without a testing.T use it too;
+//   - polling (Poll, Eventually), free ports (FreeAddress), the API server's own counters
+//     (Env.APIWrites, Env.APIServerCPUSeconds) and benchmark sizes (BenchSetting).
+//
+// The go-cmp comparer for resource.Quantity is compare.Quantities in
+// controllers/internal/compare, because the controllers themselves use it to decide whether to
+// write; tests of the controllers import it from there. The kit does not re-export it: Go's
+// internal rule keeps controllers/internal/ to controllers/, and moving it out would put
+// production code under a test kit.
 package testenv
 
 import (
