@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestCacheKeepsManagedFieldsOnlyWhereRead checks the per-kind transform: the kinds whose
@@ -63,17 +63,14 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 func createCachedObjects(t *testing.T, withMyApp bool) string {
 	t.Helper()
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cache-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	app := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "cached"},
+	ns := env.Namespace(t, "cache-")
+	app := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cached"},
 		Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 80}}
-	vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "cached"},
+	vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cached"},
 		Spec: v1alpha1.VerticalScalerSpec{DeploymentName: "cached"}}
 	labels := map[string]string{"app": "cached"}
 	var deployment client.Object = &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "cached"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cached"},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
@@ -90,5 +87,5 @@ func createCachedObjects(t *testing.T, withMyApp bool) string {
 			t.Fatal(err)
 		}
 	}
-	return ns.Name
+	return ns
 }

@@ -18,9 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/indexers"
-	"github.com/example/switchboard/internal/testutil"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // env is the control plane of the all-controllers suite.
@@ -66,7 +65,7 @@ func TestReadinessCheckPerEnabledController(t *testing.T) {
 		{"verticalscaler", []string{"verticalscaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
-			addr := testutil.FreeAddress(t)
+			addr := testenv.FreeAddress(t)
 			m := env.StartManager(t, "--controllers="+tc.controllers, "--health-probe-bind-address="+addr)
 			if diff := cmp.Diff(tc.want, readyChecks(t, addr)); diff != "" {
 				t.Errorf("readiness checks (-want +got):\n%s", diff)
@@ -113,18 +112,15 @@ func TestOnlyEnabledControllersIndexesAreRegistered(t *testing.T) {
 func TestAllControllersTogether(t *testing.T) {
 	env.StartManager(t, "--controllers=*")
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "all-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "settings"}, Data: map[string]string{"LEVEL": "info"}}
+	ns := env.Namespace(t, "all-")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}, Data: map[string]string{"LEVEL": "info"}}
 	app := &v1alpha1.MyApp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shared"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
 		Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 2, Port: 8080,
 			EnvFrom: []v1alpha1.ConfigMapEnvSource{{ConfigMapName: "settings"}}},
 	}
 	vs := &v1alpha1.VerticalScaler{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shared"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
 		Spec:       v1alpha1.VerticalScalerSpec{DeploymentName: "shared", UpdateMode: v1alpha1.UpdateModeOff},
 	}
 	for _, obj := range []client.Object{cm, app, vs} {
@@ -133,7 +129,7 @@ func TestAllControllersTogether(t *testing.T) {
 		}
 	}
 
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shared"}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
 	var firstHash string
 	testenv.Eventually(t, 30*time.Second, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {

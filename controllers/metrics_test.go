@@ -17,8 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/example/switchboard/controllers/internal/testenv"
-	"github.com/example/switchboard/internal/testutil"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestSecureMetricsAuthenticatesAndAuthorizes scrapes the default metrics endpoint (HTTPS,
@@ -31,12 +30,12 @@ func TestSecureMetricsAuthenticatesAndAuthorizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := newMetricsNamespace(t, cs)
+	ns := env.Namespace(t, "metrics-")
 	allowed := serviceAccountToken(t, cs, ns, "prometheus")
 	forbidden := serviceAccountToken(t, cs, ns, "stranger")
 	grantMetricsReader(t, cs, ns, "prometheus")
 
-	addr := testutil.FreeAddress(t)
+	addr := testenv.FreeAddress(t)
 	env.StartManager(t, "--controllers=configmapwatcher", "--metrics-bind-address="+addr)
 	// The manager serves a self-signed certificate unless given one.
 	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
@@ -83,16 +82,6 @@ func TestSecureMetricsAuthenticatesAndAuthorizes(t *testing.T) {
 			t.Errorf("%s: got %d (%.200s), want %d", tc.name, code, body, tc.want)
 		}
 	}
-}
-
-func newMetricsNamespace(t *testing.T, cs *kubernetes.Clientset) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
 }
 
 // serviceAccountToken creates a ServiceAccount and returns a token for it.

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // writableResources are every resource one of the three controllers may write.
@@ -33,21 +33,20 @@ func BenchmarkSharedDeploymentsSteadyState(b *testing.B) {
 		sets, window = 3, 10*time.Second
 	}
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "shared-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		b.Fatal(err)
-	}
-	args := []string{"--controllers=*", "--watch-namespaces=" + ns.Name, "--usage-source=pod-annotations", "--usage-interval=1s"}
+	ns := env.Namespace(b, "shared-")
+	args := []string{"--controllers=*", "--watch-namespaces=" + ns, "--usage-source=pod-annotations", "--usage-interval=1s"}
 	m := env.StartManager(b, append(args, "--resync-interval=0")...)
 	for i := range sets {
-		createSharedSet(b, ctx, ns.Name, fmt.Sprintf("app-%02d", i))
+		createSharedSet(b, ctx, ns, fmt.Sprintf("app-%02d", i))
 	}
 	for i := range sets {
-		waitAllThreeApplied(b, ctx, ns.Name, fmt.Sprintf("app-%02d", i))
+		waitAllThreeApplied(b, ctx, ns, fmt.Sprintf("app-%02d", i))
 	}
 	// The Deployments' last changes make myapp write the MyApps' status once more: stopping
 	// before that would leave it to the measured window.
-	waitQuiet(b, "myapp", "configmapwatcher")
+	// (The verticalscaler is never quiet here: the usage source triggers it every second.)
+	testenv.WaitQuiet(b, testenv.InProcess, testenv.Quiet{Controllers: []string{"myapp", "configmapwatcher"},
+		Idle: true, For: 3 * time.Second, Interval: 500 * time.Millisecond, Timeout: 2 * time.Minute})
 	m.Stop()
 
 	for range b.N {
@@ -118,26 +117,6 @@ func waitAllThreeApplied(b *testing.B, ctx context.Context, ns, name string) {
 		}
 		return nil
 	})
-}
-
-// waitQuiet waits until the named controllers have finished no reconcile for 3 s. (The
-// verticalscaler is never quiet here: the usage source triggers it every second.)
-func waitQuiet(b *testing.B, controllers ...string) {
-	b.Helper()
-	last, quietSince := map[string]float64{}, time.Now()
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		now := reconcilesPerController(b)
-		for _, name := range controllers {
-			if now[name] != last[name] {
-				quietSince = time.Now()
-			}
-			last[name] = now[name]
-		}
-		if time.Since(quietSince) >= 3*time.Second {
-			return
-		}
-	}
-	b.Fatalf("controllers %v never stopped reconciling", controllers)
 }
 
 func reconcilesPerController(b *testing.B) map[string]float64 {

@@ -1,38 +1,29 @@
 package configmapwatcher_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/controllers/internal/testenv"
-	"github.com/example/switchboard/internal/testutil"
+	"github.com/example/switchboard/controllers/configmapwatcher"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // forcedGCPeriod is how often, at the least, the Go runtime collects garbage (its forcegcperiod):
@@ -61,11 +52,14 @@ func BenchmarkMemoryAndLatency(b *testing.B) {
 	if os.Getenv("SWITCHBOARD_BENCH_SMOKE") != "" {
 		deployments, updates, sizes, idle = 20, 5, []int{50, 100}, 5*time.Second
 	}
-	bin := buildShipped(b, "github.com/example/switchboard")
-	floorBin := buildShipped(b, "github.com/example/switchboard/hack/memfloor")
-	kubeconfig := writeKubeconfig(b, env.Config)
+	bin := testenv.BuildBinary(b, ".")
+	floorBin := testenv.BuildBinary(b, "github.com/example/switchboard/hack/memfloor")
+	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
+	if err := testenv.WriteKubeconfig(kubeconfig, env.Config, ""); err != nil {
+		b.Fatal(err)
+	}
 	c := fastClient(b)
-	ns := newNamespace(b)
+	ns := env.Namespace(b, "cmw-")
 	// envtest runs no namespace controller: delete the objects themselves, so that the next
 	// run (-count) does not find this run's objects in the cache it measures.
 	b.Cleanup(func() { deleteAll(b, c, ns) })
@@ -87,15 +81,32 @@ func BenchmarkMemoryAndLatency(b *testing.B) {
 				}
 			}
 			m := startManagerProcess(b, bin, kubeconfig)
-			m.waitSettled(b, min(deployments, size))
-			busy := procStatus(b, m.cmd.Process.Pid, "VmRSS")["VmRSS"]
+			// Settled: every Deployment reconciled, then nothing queued, no worker busy and
+			// the count unchanged for 5 s. One reading a second, not faster: every scrape
+			// allocates in the manager, and scraping as often as a poll loop would makes
+			// garbage that the memory figures would then include.
+			testenv.WaitQuiet(b, m.ControllerMetrics, testenv.Quiet{
+				Controllers: []string{configmapwatcher.ControllerName}, AtLeast: min(deployments, size), Idle: true,
+				For: 5 * time.Second, Interval: time.Second, Timeout: 10 * time.Minute})
+			busy, err := m.Status("VmRSS")
+			if err != nil {
+				b.Fatal(err)
+			}
 			floor := startFloor(b, floorBin, kubeconfig)
 			idleFrom := time.Now()
 			time.Sleep(idle)
-			mem := procStatus(b, m.cmd.Process.Pid, "VmRSS", "VmHWM", "RssAnon", "RssFile")
-			floorRSS := procStatus(b, floor.Process.Pid, "VmRSS")["VmRSS"]
-			stopProcess(floor)
-			heap, err := m.metrics()
+			mem, err := m.Status("VmRSS", "VmHWM", "RssAnon", "RssFile")
+			if err != nil {
+				b.Fatal(err)
+			}
+			floorRSS, err := floor.Status("VmRSS")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := floor.Kill(); err != nil {
+				b.Fatal(err)
+			}
+			heap, err := m.Metrics(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -103,7 +114,7 @@ func BenchmarkMemoryAndLatency(b *testing.B) {
 				b.Fatalf("no GC ran in the manager during %s of idling (last at %.0f s): not settled", idle, lastGC)
 			}
 			latencies := measureLatency(b, c, ns, min(deployments, size), updates)
-			b.ReportMetric(busy/(1<<20), "busy-VmRSS-MiB")
+			b.ReportMetric(busy["VmRSS"]/(1<<20), "busy-VmRSS-MiB")
 			for _, name := range []string{"VmRSS", "VmHWM", "RssAnon", "RssFile"} {
 				b.ReportMetric(mem[name]/(1<<20), name+"-MiB")
 			}
@@ -114,7 +125,7 @@ func BenchmarkMemoryAndLatency(b *testing.B) {
 				perConfigMap := (mem["RssAnon"] - mean(firstSizeRssAnon)) / float64(size-sizes[0]) / 1024
 				b.ReportMetric(perConfigMap, "KiB/extra-configmap")
 			}
-			b.ReportMetric(floorRSS/(1<<20), "floor-VmRSS-MiB")
+			b.ReportMetric(floorRSS["VmRSS"]/(1<<20), "floor-VmRSS-MiB")
 			b.ReportMetric(percentile(latencies, 0.5), "p50-ms")
 			b.ReportMetric(percentile(latencies, 0.9), "p90-ms")
 			b.ReportMetric(slices.Max(latencies), "max-ms")
@@ -137,35 +148,6 @@ func deleteAll(b *testing.B, c client.Client, ns string) {
 			b.Errorf("deleting the %T objects of %s: %v", obj, ns, err)
 		}
 	}
-}
-
-// buildShipped builds the package at path (relative to the module) as `make build` builds
-// the manager, static and stripped, into a temporary directory: memory is measured on what
-// ships.
-func buildShipped(b *testing.B, path string) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), filepath.Base(path))
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, path)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building %s: %v\n%s", path, err, out)
-	}
-	return bin
-}
-
-// writeKubeconfig writes the admin's client certificate config as a kubeconfig file.
-func writeKubeconfig(b *testing.B, cfg *rest.Config) string {
-	b.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(b.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		b.Fatal(err)
-	}
-	return path
 }
 
 // fastClient is an admin client without client-side rate limiting, to create objects quickly.
@@ -223,151 +205,27 @@ func createConfigMaps(b *testing.B, c client.Client, ns string, from, to int) {
 	}
 }
 
-// managerProcess is the manager running as its own process.
-type managerProcess struct {
-	cmd         *exec.Cmd
-	metricsAddr string
-}
-
-func startManagerProcess(b *testing.B, bin, kubeconfig string) *managerProcess {
+// startManagerProcess runs the manager as it ships, as its own process, with only the
+// configmapwatcher and its metrics served over plain HTTP on a free port.
+func startManagerProcess(b *testing.B, bin, kubeconfig string) *testenv.Process {
 	b.Helper()
-	addr := testutil.FreeAddress(b)
-	logFile, err := os.Create(filepath.Join(b.TempDir(), "manager.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--controllers=configmapwatcher",
-		"--metrics-bind-address="+addr, "--metrics-secure=false", "--health-probe-bind-address=0", "--zap-log-level=error")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logFile.Close()
-	})
-	return &managerProcess{cmd: cmd, metricsAddr: addr}
-}
-
-// metrics sums the samples of the families settling is judged by for the configmapwatcher controller from the
-// manager's /metrics.
-func (m *managerProcess) metrics() (map[string]float64, error) {
-	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bufio.NewReader(resp.Body))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_last_gc_time_seconds"} {
-		for _, s := range families[name].GetMetric() {
-			out[name] += s.GetGauge().GetValue()
-		}
-	}
-	for _, name := range []string{"controller_runtime_reconcile_total", "workqueue_depth", "controller_runtime_active_workers"} {
-		for _, s := range families[name].GetMetric() {
-			for _, l := range s.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "configmapwatcher" {
-					out[name] += s.GetCounter().GetValue() + s.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
-// waitSettled waits until the manager has reconciled at least n Deployments and stayed idle
-// for 5 s. It reads /metrics once a second, not faster: every scrape allocates, and scraping
-// as often as a poll loop would makes garbage that the memory figures would then include.
-func (m *managerProcess) waitSettled(b *testing.B, n int) {
-	b.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	idleSince := time.Time{}
-	for {
-		got, err := m.metrics()
-		switch {
-		case err != nil:
-			idleSince = time.Time{}
-		case got["controller_runtime_reconcile_total"] < float64(n) || got["workqueue_depth"] > 0 || got["controller_runtime_active_workers"] > 0:
-			idleSince = time.Time{}
-			err = fmt.Errorf("not settled: %v", got)
-		case idleSince.IsZero():
-			idleSince = time.Now()
-		case time.Since(idleSince) >= 5*time.Second:
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the manager did not settle within 10 minutes: %v", err)
-		}
-		time.Sleep(time.Second)
-	}
+	addr := testenv.FreeAddress(b)
+	return testenv.RunProcess(b, testenv.Command{Binary: bin, MetricsAddress: addr, Args: []string{
+		"--kubeconfig=" + kubeconfig, "--controllers=configmapwatcher",
+		"--metrics-bind-address=" + addr, "--metrics-secure=false", "--health-probe-bind-address=0", "--zap-log-level=error"}})
 }
 
 // startFloor starts hack/memfloor (a controller-runtime manager that caches what the
 // configmapwatcher caches and does nothing else) and returns once it has synced.
-func startFloor(b *testing.B, bin, kubeconfig string) *exec.Cmd {
+func startFloor(b *testing.B, bin, kubeconfig string) *testenv.Process {
 	b.Helper()
-	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
+	floor := testenv.RunProcess(b, testenv.Command{Binary: bin, Args: []string{"--kubeconfig=" + kubeconfig}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := floor.WaitOutput(ctx, "synced\n"); err != nil {
+		b.Fatalf("memfloor did not sync: %v", err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { stopProcess(cmd) })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "synced\n" {
-		b.Fatalf("memfloor did not sync: %q %v\n%s", line, err, stderr.String())
-	}
-	return cmd
-}
-
-// stopProcess kills cmd's process unless it has already been waited for.
-func stopProcess(cmd *exec.Cmd) {
-	if cmd.ProcessState == nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-}
-
-// procStatus reads, in bytes, the fields of /proc/PID/status given by name ("VmRSS", "VmHWM",
-// "RssAnon", "RssFile").
-func procStatus(b *testing.B, pid int, names ...string) map[string]float64 {
-	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) != 3 || fields[2] != "kB" {
-			continue
-		}
-		if name := strings.TrimSuffix(fields[0], ":"); slices.Contains(names, name) {
-			kb, _ := strconv.ParseFloat(fields[1], 64)
-			out[name] = kb * 1024
-		}
-	}
-	if len(out) != len(names) {
-		b.Fatalf("/proc/%d/status has %v of %v", pid, out, names)
-	}
-	return out
+	return floor
 }
 
 // measureLatency updates the data of the ConfigMaps of updates Deployments in turn and returns,

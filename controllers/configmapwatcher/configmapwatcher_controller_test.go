@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // referenceKinds are the ways a Pod spec can use a ConfigMap, one Deployment each, named after
@@ -68,7 +68,7 @@ func updateData(t *testing.T, ns, name, value string) {
 // the events before it were handled.
 func TestDataChangeRollsExactlyTheDeploymentsThatUseIt(t *testing.T) {
 	env.StartManager(t, "--controllers=configmapwatcher")
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "cmw-")
 	for kind, spec := range referenceKinds {
 		create(t, configMap(ns, "cm-"+kind, map[string]string{"k": "v1"}), deployment(ns, kind, "true", spec("cm-"+kind)))
 	}
@@ -132,7 +132,7 @@ func TestDataChangeRollsExactlyTheDeploymentsThatUseIt(t *testing.T) {
 func TestUnchangedHashWritesNothing(t *testing.T) {
 	env.StartManager(t, "--controllers=configmapwatcher", "--resync-interval=1s")
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "cmw-")
 	cm := configMap(ns, "settings", map[string]string{"k": "v1"})
 	create(t, cm, deployment(ns, "web", "true", envFrom("settings")), deployment(ns, "api", "settings", envFrom("other")))
 	waitHashed(t, ns, nil, "web", "api")
@@ -166,7 +166,7 @@ func TestUnchangedHashWritesNothing(t *testing.T) {
 func TestMissingConfigMap(t *testing.T) {
 	env.StartManager(t, "--controllers=configmapwatcher")
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "cmw-")
 	create(t, deployment(ns, "early", "true", envFrom("later")),
 		configMap(ns, "settings", map[string]string{"k": "v1"}), deployment(ns, "web", "true", envFrom("settings")))
 	waitWarning(t, ns, "early", "not rolled: ConfigMap later not found")
@@ -251,7 +251,7 @@ func waitWarning(t *testing.T, ns, name, note string) {
 func TestRestartRollsOnlyWhatChangedWhileDown(t *testing.T) {
 	first := env.StartManager(t, "--controllers=configmapwatcher")
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "cmw-")
 	for _, name := range []string{"a", "b", "c"} {
 		create(t, configMap(ns, "cm-"+name, map[string]string{"k": "v1"}), deployment(ns, name, "true", envFrom("cm-"+name)))
 	}

@@ -11,11 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/configmapwatcher"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // env is the control plane shared by the tests of this package; each test starts its own
@@ -28,16 +27,6 @@ func TestMain(m *testing.M) {
 }
 
 const timeout = 20 * time.Second
-
-// newNamespace creates a namespace for one test.
-func newNamespace(t testing.TB) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cmw-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
 
 func create(t testing.TB, objs ...client.Object) {
 	t.Helper()
@@ -148,52 +137,16 @@ func reconcileTotalOf(t *testing.T, controller string) float64 {
 	return total
 }
 
-// settle waits until the controller has finished at least atLeast reconciles since it counted
-// since, and then stays idle (nothing queued, no worker busy) for a few polls in a row: from
-// then on, every event that came before has been handled.
+// settledOf is when the tests count controller as having handled every event that came
+// before: at least atLeast reconciles since its count was since, then nothing queued, no worker
+// busy and the count unchanged over five polls in a row.
+func settledOf(controller string, since float64, atLeast int) testenv.Quiet {
+	return testenv.Quiet{Controllers: []string{controller}, Since: since, AtLeast: atLeast, Idle: true,
+		For: 200 * time.Millisecond, Interval: 50 * time.Millisecond, Timeout: timeout}
+}
+
+// settle waits until the configmapwatcher has settled (settledOf).
 func settle(t *testing.T, since float64, atLeast int) {
 	t.Helper()
-	settleController(t, configmapwatcher.ControllerName, since, atLeast)
-}
-
-// settleController is settle for any controller.
-func settleController(t *testing.T, controller string, since float64, atLeast int) {
-	t.Helper()
-	idle := 0
-	testenv.Eventually(t, timeout, func() error {
-		total := reconcileTotalOf(t, controller)
-		depth, active := gauge(t, controller, "workqueue_depth"), gauge(t, controller, "controller_runtime_active_workers")
-		if total < since+float64(atLeast) || depth > 0 || active > 0 {
-			idle = 0
-			return fmt.Errorf("%v reconciles since %v (want at least %d), queue depth %v, active workers %v", total-since, since, atLeast, depth, active)
-		}
-		if idle++; idle < 5 {
-			return fmt.Errorf("idle for %d polls", idle)
-		}
-		return nil
-	})
-}
-
-// gauge sums the values of the gauge family name for controller in this process's
-// controller-runtime metrics.
-func gauge(t *testing.T, controller, name string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, family := range families {
-		if family.GetName() != name {
-			continue
-		}
-		for _, m := range family.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					sum += m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	testenv.WaitQuiet(t, testenv.InProcess, settledOf(configmapwatcher.ControllerName, since, atLeast))
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/example/switchboard/controllers/configmapwatcher"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // BenchmarkHTTPTrigger POSTs N triggers (2,000; 200 under SWITCHBOARD_BENCH_SMOKE) over HTTPS

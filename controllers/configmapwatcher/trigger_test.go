@@ -17,9 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/myapp"
-	"github.com/example/switchboard/internal/testutil"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // The HTTP trigger feeds every controller; these tests run it through a real manager, with its
@@ -35,7 +34,7 @@ func startWithTrigger(t testing.TB, controllers string) func(controller, token, 
 	if err := os.WriteFile(tokenFile, []byte(triggerToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := testutil.FreeAddress(t)
+	addr := testenv.FreeAddress(t)
 	env.StartManager(t, "--controllers="+controllers, "--trigger-bind-address="+addr, "--trigger-token-file="+tokenFile)
 	// The certificate is self-signed, generated at start.
 	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
@@ -80,7 +79,7 @@ func target(ns, name string) string {
 func TestTriggerReconcilesTheNamedObject(t *testing.T) {
 	post := startWithTrigger(t, myapp.ControllerName)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "cmw-")
 	apps := map[string]*v1alpha1.MyApp{}
 	for _, name := range []string{"named", "other"} {
 		apps[name] = &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -90,7 +89,7 @@ func TestTriggerReconcilesTheNamedObject(t *testing.T) {
 	for _, app := range apps {
 		waitPhase(t, app, v1alpha1.MyAppPending)
 	}
-	settleController(t, myapp.ControllerName, reconcileTotalOf(t, myapp.ControllerName), 0)
+	testenv.WaitQuiet(t, testenv.InProcess, settledOf(myapp.ControllerName, reconcileTotalOf(t, myapp.ControllerName), 0))
 
 	for _, app := range apps {
 		app.Status.Phase, app.Status.ReadyReplicas = v1alpha1.MyAppRunning, 1
@@ -111,7 +110,7 @@ func TestTriggerReconcilesTheNamedObject(t *testing.T) {
 		t.Fatalf("POST answered %d, want 202", code)
 	}
 	waitPhase(t, apps["named"], v1alpha1.MyAppPending)
-	settleController(t, myapp.ControllerName, since, 1)
+	testenv.WaitQuiet(t, testenv.InProcess, settledOf(myapp.ControllerName, since, 1))
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(apps["other"]), apps["other"]); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +139,7 @@ func waitPhase(t *testing.T, app *v1alpha1.MyApp, phase v1alpha1.MyAppPhase) {
 // Reconciler checks the opt-in itself, so neither is written.
 func TestTriggerBypassesForPredicates(t *testing.T) {
 	post := startWithTrigger(t, "configmapwatcher")
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "cmw-")
 	create(t, configMap(ns, "settings", map[string]string{"k": "v1"}),
 		deployment(ns, "opted-in", "true", envFrom("settings")), deployment(ns, "plain", "", envFrom("settings")))
 	waitHashed(t, ns, nil, "opted-in")

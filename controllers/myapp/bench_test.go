@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/myapp"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // objectResources are the resources a MyApp controller must write; events are counted apart.
@@ -43,9 +43,9 @@ func BenchmarkConvergence(b *testing.B) {
 }
 
 // roundsRun counts the rounds run in this process. Each round starts with a different phase:
-// the API server gets slower as a benchmark process goes on (the plain floor's API server CPU
-// per MyApp rose from 14.7 to 18.4 ms over three 4-worker runs), and a fixed order would charge
-// that drift to whichever phase always runs last.
+// the API server gets slower as a benchmark process goes on (its CPU time per MyApp grows from
+// run to run; the README's Performance section says by how much), and a fixed order would
+// charge that drift to whichever phase always runs last.
 var roundsRun int
 
 func benchConvergence(b *testing.B, workers int, checkSteady bool) {
@@ -142,7 +142,7 @@ const (
 // create it, add the finalizer, write the Deployment and the Service as kind says, write
 // status. It returns the wall time and the API server's CPU time.
 func runFloor(b *testing.B, ctx context.Context, kind floorKind, workers, n int) phase {
-	ns := benchNamespace(b, "floor-")
+	ns := env.Namespace(b, "floor-")
 	floor := timePhase(b, ctx, func() {
 		parallel(b, workers, n, func(i int) error { return floorWrites(ctx, kind, benchMyApp(ns, i)) })
 	})
@@ -229,7 +229,7 @@ func applyOwned(ctx context.Context, app *v1alpha1.MyApp) error {
 // periodic resync, watches a steady window, and reports what was written.
 func runController(b *testing.B, ctx context.Context, workers, n int, checkSteady bool, steady time.Duration) (phase, float64, float64) {
 	// The manager watches only this round's namespace: the floor's MyApps are not its business.
-	ns := benchNamespace(b, "converge-")
+	ns := env.Namespace(b, "converge-")
 	m := startBenchManager(b, ns, workers, "0")
 	done, stopObserving := allConverged(b, ctx, m, n)
 	before := apiWrites(b, ctx)
@@ -261,7 +261,7 @@ func runController(b *testing.B, ctx context.Context, workers, n int, checkStead
 // from the same cluster. Without it each phase pays for the ones before: the
 // API server's ClusterIP allocator lists every allocated address on each Service creation, so
 // creating a Service costs more the more Services exist, and the controller, measured after the
-// floor, paid for the floor's 1,000 Services. No manager runs by then, so the MyApps' finalizers
+// floor, paid for the floor's N Services. No manager runs by then, so the MyApps' finalizers
 // are removed here.
 func clearNamespace(b *testing.B, ctx context.Context, ns string) {
 	const clearWorkers = 4
@@ -359,14 +359,6 @@ func allConverged(b *testing.B, ctx context.Context, m *testenv.Manager, n int) 
 			b.Error(err)
 		}
 	}
-}
-
-func benchNamespace(b *testing.B, prefix string) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		b.Fatal(err)
-	}
-	return ns.Name
 }
 
 func benchMyApp(ns string, i int) *v1alpha1.MyApp {

@@ -18,20 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 const timeout = 20 * time.Second
-
-// newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "myapp-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
 
 func newMyApp(ns, name string) *v1alpha1.MyApp {
 	return &v1alpha1.MyApp{
@@ -70,7 +60,7 @@ func waitConverged(t *testing.T, app *v1alpha1.MyApp) *appsv1.Deployment {
 func TestCreateMakesDeploymentAndService(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp")
 	ctx := context.Background()
-	app := newMyApp(newNamespace(t), "web")
+	app := newMyApp(env.Namespace(t, "myapp-"), "web")
 	if err := env.Client.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +115,7 @@ func controllerutilContains(list []string, s string) bool {
 func TestStatusFollowsDeployment(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp")
 	ctx := context.Background()
-	app := newMyApp(newNamespace(t), "status")
+	app := newMyApp(env.Namespace(t, "myapp-"), "status")
 	if err := env.Client.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +173,7 @@ func TestStatusFollowsDeployment(t *testing.T) {
 func TestUpdateIsFollowed(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp")
 	ctx := context.Background()
-	app := newMyApp(newNamespace(t), "update")
+	app := newMyApp(env.Namespace(t, "myapp-"), "update")
 	if err := env.Client.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +206,7 @@ func TestUpdateIsFollowed(t *testing.T) {
 func TestDeleteRemovesFinalizer(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp")
 	ctx := context.Background()
-	app := newMyApp(newNamespace(t), "delete")
+	app := newMyApp(env.Namespace(t, "myapp-"), "delete")
 	if err := env.Client.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +231,7 @@ func TestDeleteRemovesFinalizer(t *testing.T) {
 func TestForegroundDeletionShowsTerminating(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp")
 	ctx := context.Background()
-	app := newMyApp(newNamespace(t), "foreground")
+	app := newMyApp(env.Namespace(t, "myapp-"), "foreground")
 	if err := env.Client.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +253,7 @@ func TestForegroundDeletionShowsTerminating(t *testing.T) {
 func TestHandChangesAreRevertedOrKept(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp")
 	ctx := context.Background()
-	app := newMyApp(newNamespace(t), "hands")
+	app := newMyApp(env.Namespace(t, "myapp-"), "hands")
 	if err := env.Client.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +287,7 @@ func TestHandChangesAreRevertedOrKept(t *testing.T) {
 func TestNameConflictBlocksWithoutTakeover(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp")
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "myapp-")
 	foreign := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"},
 		Spec: appsv1.DeploymentSpec{
@@ -354,7 +344,7 @@ func TestNameConflictBlocksWithoutTakeover(t *testing.T) {
 
 func TestInvalidMyAppsAreRejected(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "myapp-")
 	for _, tc := range []struct {
 		name      string
 		spec      string

@@ -22,7 +22,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // seedReconciler is the peer of BenchmarkConvergence: a MyApp controller written the way the
@@ -137,7 +137,7 @@ func startPeerManager(tb testing.TB, ns string, workers int) (ctrl.Manager, func
 // means something: a MyApp gets its finalizer, Deployment, Service and observed generation.
 func TestSeedReconcilerConverges(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "myapp-")
 	_, stop := startPeerManager(t, ns, 1)
 	defer stop()
 	app := newMyApp(ns, "peer")

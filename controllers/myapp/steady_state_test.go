@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestSteadyStateWritesNothing converges a few MyApps, then lets the periodic source resync
@@ -20,7 +20,7 @@ import (
 func TestSteadyStateWritesNothing(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp", "--resync-interval=500ms")
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "myapp-")
 	apps := []*v1alpha1.MyApp{newMyApp(ns, "steady-a"), newMyApp(ns, "steady-b"), newMyApp(ns, "steady-c")}
 	apps[1].Spec.EnvFrom = []v1alpha1.ConfigMapEnvSource{{ConfigMapName: "settings", Optional: true}}
 	for _, app := range apps {
@@ -99,7 +99,7 @@ func markDeploymentReady(t *testing.T, d *appsv1.Deployment) {
 func TestStatusOnlyUpdateDoesNotReconcile(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp", "--resync-interval=0")
 	ctx := context.Background()
-	app := newMyApp(newNamespace(t), "quiet")
+	app := newMyApp(env.Namespace(t, "myapp-"), "quiet")
 	if err := env.Client.Create(ctx, app); err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/verticalscaler"
 	"github.com/example/switchboard/indexers"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // BenchmarkMapFunction measures the map function from a Deployment to its VerticalScaler with
@@ -32,13 +32,10 @@ func BenchmarkMapFunction(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("scalers=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
-			if err := env.Client.Create(ctx, ns); err != nil {
-				b.Fatal(err)
-			}
-			createScalers(b, ns.Name, n)
-			mapDeployment := verticalscaler.VerticalScalersFor(cachedClient(b, ns.Name, n))
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: fmt.Sprintf("d-%d", n/2)}}
+			ns := env.Namespace(b, "bench-")
+			createScalers(b, ns, n)
+			mapDeployment := verticalscaler.VerticalScalersFor(cachedClient(b, ns, n))
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", n/2)}}
 			b.ReportAllocs()
 			for b.Loop() {
 				if got := mapDeployment(ctx, d); len(got) != 1 {
@@ -125,24 +122,27 @@ func BenchmarkOneUpdateReconcilesOne(b *testing.B) {
 		n = v
 	}
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-one-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		b.Fatal(err)
-	}
-	createScalers(b, ns.Name, n)
-	createDeployments(b, ns.Name, n)
+	ns := env.Namespace(b, "bench-one-")
+	createScalers(b, ns, n)
+	createDeployments(b, ns, n)
 	// The reconcile counter is the process's: it includes what earlier runs (-count) did.
 	before, err := testenv.ReconcileTotal(verticalscaler.ControllerName)
 	if err != nil {
 		b.Fatal(err)
 	}
 	env.StartManager(b, "--controllers=verticalscaler", "--resync-interval=0", "--usage-source=off",
-		"--concurrency=verticalscaler=8", "--watch-namespaces="+ns.Name)
-	settled := waitReconcilesSettle(b, before+float64(n))
+		"--concurrency=verticalscaler=8", "--watch-namespaces="+ns)
+	// Settled: the count unchanged over two readings two seconds apart, nothing queued, no
+	// worker busy.
+	quiet := testenv.Quiet{Controllers: []string{verticalscaler.ControllerName}, Idle: true,
+		For: 2 * time.Second, Interval: 2 * time.Second, Timeout: 15 * time.Minute}
+	first := quiet
+	first.Since, first.AtLeast = before, n
+	settled := testenv.WaitQuiet(b, testenv.InProcess, first)
 
 	for range b.N {
 		d := &appsv1.Deployment{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: fmt.Sprintf("d-%d", n/2)}, d); err != nil {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("d-%d", n/2)}, d); err != nil {
 			b.Fatal(err)
 		}
 		patch := client.MergeFrom(d.DeepCopy())
@@ -150,7 +150,7 @@ func BenchmarkOneUpdateReconcilesOne(b *testing.B) {
 		if err := env.Client.Patch(ctx, d, patch); err != nil {
 			b.Fatal(err)
 		}
-		after := waitReconcilesSettle(b, 0)
+		after := testenv.WaitQuiet(b, testenv.InProcess, quiet)
 		b.ReportMetric(after-settled, "reconciles/update")
 		if after-settled != 1 {
 			b.Errorf("one Deployment update among %d caused %v reconciles, want 1", n, after-settled)
@@ -176,23 +176,4 @@ func createDeployments(b *testing.B, ns string, n int) {
 			},
 		}
 	})
-}
-
-// waitReconcilesSettle waits until the process's reconcile counter of the controller reaches
-// at least atLeast and then stays put for two seconds, and returns it.
-func waitReconcilesSettle(b *testing.B, atLeast float64) float64 {
-	b.Helper()
-	last := -1.0
-	for deadline := time.Now().Add(15 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
-		now, err := testenv.ReconcileTotal(verticalscaler.ControllerName)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if now == last && now >= atLeast {
-			return now
-		}
-		last = now
-	}
-	b.Fatal("reconciles never settled")
-	return 0
 }

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/example/switchboard/controllers/internal/testenv"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // env is the control plane shared by the tests of this package; each test starts its own

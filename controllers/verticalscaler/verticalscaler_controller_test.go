@@ -21,9 +21,9 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/compare"
-	"github.com/example/switchboard/controllers/internal/testenv"
 	"github.com/example/switchboard/controllers/verticalscaler"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 const timeout = 20 * time.Second
@@ -34,15 +34,6 @@ var (
 	quiet           = []string{"--controllers=verticalscaler", "--resync-interval=0", "--usage-source=off"}
 	annotationUsage = []string{"--controllers=verticalscaler", "--resync-interval=0", "--usage-source=pod-annotations", "--usage-interval=200ms"}
 )
-
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "vs-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
 
 // newDeployment creates a Deployment with one container "app" as the field manager "myapp"
 // would, with the given resources.
@@ -136,26 +127,18 @@ func reconcileTotal(t *testing.T) float64 {
 	return n
 }
 
-// settledReconciles waits until the reconcile count stops moving for a second and returns it.
+// settledReconciles waits until the verticalscaler is quiet (its reconcile count unchanged
+// over a second, nothing queued, no worker busy) and returns its reconcile count.
 func settledReconciles(t *testing.T) float64 {
 	t.Helper()
-	last := reconcileTotal(t)
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
-		time.Sleep(time.Second)
-		now := reconcileTotal(t)
-		if now == last {
-			return now
-		}
-		last = now
-	}
-	t.Fatal("reconciles never settled")
-	return 0
+	return testenv.WaitQuiet(t, testenv.InProcess, testenv.Quiet{Controllers: []string{verticalscaler.ControllerName},
+		Idle: true, For: time.Second, Interval: time.Second, Timeout: timeout})
 }
 
 func TestEveryOrderOfCreationAndDeletion(t *testing.T) {
 	env.StartManager(t, quiet...)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 
 	// The VerticalScaler first: its Deployment does not exist yet.
 	vs := newScaler(t, ns, "early", "web", v1alpha1.UpdateModeOff)
@@ -189,7 +172,7 @@ func TestEveryOrderOfCreationAndDeletion(t *testing.T) {
 func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
 	env.StartManager(t, quiet...)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	web := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "")})
 	newDeployment(t, ns, "api", corev1.ResourceRequirements{})
 	for _, vs := range []*v1alpha1.VerticalScaler{
@@ -228,7 +211,7 @@ func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
 
 func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 	env.StartManager(t, annotationUsage...)
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "100Mi")})
 	newPod(t, ns, "web", "cpu=500m,memory=300Mi")
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff,
@@ -284,7 +267,7 @@ func ownedContainerFields(t *testing.T, d *appsv1.Deployment) map[string][]strin
 func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	env.StartManager(t, annotationUsage...)
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "100Mi"), Limits: list("200m", "")})
 	newPod(t, ns, "web", "cpu=500m,memory=300Mi")
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto)
@@ -382,7 +365,7 @@ func contains(list []string, s string) bool {
 
 func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
 	// A recommendation from an earlier run of the manager.
@@ -407,7 +390,7 @@ func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 
 func TestPolicyForMissingContainerIsAConditionNotARetryLoop(t *testing.T) {
 	env.StartManager(t, quiet...)
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto, v1alpha1.ContainerPolicy{ContainerName: "ghost"})
 	c := waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonContainerNotFound)
@@ -422,7 +405,7 @@ func TestPolicyForMissingContainerIsAConditionNotARetryLoop(t *testing.T) {
 }
 
 func TestCRDRejectsInvalidSpecs(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.Namespace(t, "vs-")
 	for _, tc := range []struct {
 		name string
 		spec v1alpha1.VerticalScalerSpec

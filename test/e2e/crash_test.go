@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestCrashSafety kills the manager with SIGKILL while 200 MyApps converge and starts another:
@@ -23,17 +23,16 @@ func TestCrashSafety(t *testing.T) {
 	c := newCluster(t)
 	args := c.deploy(t, "default")
 	kubeconfig, _ := c.serviceAccountKubeconfig(t)
-	ns := c.namespace(t, "e2e-crash")
+	ns := testenv.Namespace(t, c.admin, "e2e-crash-")
 	first := startManager(t, kubeconfig, args, "--concurrency=myapp=4")
 	for i := range n {
 		createMyApp(t, c, ns, fmt.Sprintf("app-%03d", i), 1)
 	}
 	// Kill it in the middle of the work.
 	waitDeployments(t, c, ns, n/4)
-	if err := syscall.Kill(-first.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	first.stop(t)
 
 	// The new manager waits out the killed one's Lease, then finishes the work.
 	startManager(t, kubeconfig, args, "--concurrency=myapp=4")

@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,13 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/internal/testutil"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // The names the shipped manifests give the manager.
@@ -107,41 +101,27 @@ func (c *testCluster) serviceAccountKubeconfig(t *testing.T) (string, *rest.Conf
 		t.Fatalf("requesting a token for %s/%s: %v", managerNamespace, serviceAccount, err)
 	}
 	cfg := &rest.Config{Host: c.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: c.Config.CAData}}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["manager"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "manager", Namespace: managerNamespace}
-	kc.CurrentContext = "manager"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+	if err := testenv.WriteKubeconfig(path, cfg, managerNamespace); err != nil {
 		t.Fatal(err)
 	}
 	return path, cfg
 }
 
-// managerProcess is the manager running as a separate process.
-type managerProcess struct {
-	cmd     *exec.Cmd
-	log     *lockedBuffer
-	readyz  string
-	stopped bool
-	// done is closed when the process has exited, whoever stopped it; err is then Wait's result.
-	done chan struct{}
-	err  error
-}
-
 // startManager runs the manager with the Deployment's args, as the ServiceAccount, with its
 // listeners moved to free loopback ports and the leader-election namespace given (in a Pod the
-// manager reads it from the ServiceAccount's files). extra flags come last and win.
-func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extra ...string) *managerProcess {
+// manager reads it from the ServiceAccount's files). extra flags come last and win. The kit
+// stops it at the end of the test, logs its output if the test failed, and saves it to
+// SWITCHBOARD_E2E_LOG_DIR when that is set.
+func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extra ...string) *testenv.Process {
 	t.Helper()
-	probes := testutil.FreeAddress(t)
+	probes := testenv.FreeAddress(t)
 	args := append([]string{}, deploymentArgs...)
 	args = append(args,
 		"--kubeconfig="+kubeconfig,
 		"--leader-election-namespace="+managerNamespace,
 		"--health-probe-bind-address="+probes,
-		"--metrics-bind-address="+testutil.FreeAddress(t),
+		"--metrics-bind-address="+testenv.FreeAddress(t),
 	)
 	logDir := os.Getenv("SWITCHBOARD_E2E_LOG_DIR")
 	if logDir != "" {
@@ -149,92 +129,7 @@ func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extr
 		args = append(args, "--zap-log-level=debug")
 	}
 	args = append(args, extra...)
-	p := &managerProcess{log: &lockedBuffer{}, readyz: "http://" + probes + "/readyz", done: make(chan struct{})}
-	p.cmd = exec.Command(manager, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.stop(t)
-		if t.Failed() {
-			t.Logf("manager %v log:\n%s", args, p.log.String())
-		}
-		if logDir != "" {
-			saveLog(t, logDir, p.log.String())
-		}
-	})
-	return p
-}
-
-// managersStarted numbers the managers of a run, so that saved logs sort in start order.
-var managersStarted atomic.Int32
-
-// saveLog writes a manager's log to dir, named after the test and the manager's number.
-func saveLog(t *testing.T, dir, log string) {
-	name := fmt.Sprintf("%s-%02d.log", strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()), managersStarted.Add(1))
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(log), 0o644); err != nil {
-		t.Errorf("saving the manager's log: %v", err)
-	}
-}
-
-// lockedBuffer is the manager's output, which tests read while the process writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// stop stops the manager with SIGTERM, as the kubelet would, and waits for it.
-func (p *managerProcess) stop(t *testing.T) {
-	if p.stopped {
-		return
-	}
-	p.stopped = true
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		t.Errorf("the manager did not stop within 30s of SIGTERM")
-	}
-}
-
-// exited reports whether the manager has exited, and how.
-func (p *managerProcess) exited() (bool, error) {
-	select {
-	case <-p.done:
-		return true, p.err
-	default:
-		return false, nil
-	}
-}
-
-// ready reports whether the manager's /readyz answers 200.
-func (p *managerProcess) ready() bool {
-	resp, err := http.Get(p.readyz)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return testenv.RunProcess(t, testenv.Command{Binary: manager, Args: args, ProbeAddress: probes, LogDir: logDir})
 }
 
 // clientAs returns a client that authenticates with cfg.
@@ -251,7 +146,7 @@ func clientAs(t *testing.T, cfg *rest.Config) client.Client {
 // faster, because checks list objects of a cluster that also runs the controllers under test.
 func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	t.Helper()
-	testutil.Poll(t, timeout, 250*time.Millisecond, check)
+	testenv.Poll(t, timeout, 250*time.Millisecond, check)
 }
 
 // createMyApp creates a MyApp running nginx:1.27.
@@ -279,13 +174,6 @@ func waitDeployments(t *testing.T, c *testCluster, ns string, n int) {
 		}
 		return nil
 	})
-}
-
-// namespace creates a namespace; the cluster goes at the end of the test.
-func (c *testCluster) namespace(t *testing.T, name string) string {
-	t.Helper()
-	c.kubectl(t, "create", "namespace", name)
-	return name
 }
 
 func fromUnstructured(obj *unstructured.Unstructured, into any) error {

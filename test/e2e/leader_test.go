@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // controller-runtime's defaults, which the manager keeps: a leader that stops renewing loses the
@@ -35,13 +35,13 @@ func TestLeaderElection(t *testing.T) {
 	c := newCluster(t)
 	args := c.deploy(t, "default")
 	kubeconfig, _ := c.serviceAccountKubeconfig(t)
-	ns := c.namespace(t, "e2e-leader")
+	ns := testenv.Namespace(t, c.admin, "e2e-leader-")
 	a := startManager(t, kubeconfig, args)
 	b := startManager(t, kubeconfig, args)
 
-	var leader, follower *managerProcess
+	var leader, follower *testenv.Process
 	eventually(t, 60*time.Second, func() error {
-		aLeads, bLeads := strings.Contains(a.log.String(), acquired), strings.Contains(b.log.String(), acquired)
+		aLeads, bLeads := strings.Contains(a.Output(), acquired), strings.Contains(b.Output(), acquired)
 		switch {
 		case aLeads && bLeads:
 			return fmt.Errorf("both managers acquired the Lease")
@@ -55,18 +55,17 @@ func TestLeaderElection(t *testing.T) {
 		return nil
 	})
 	myAppRuns(t, c, ns, "first")
-	if log := follower.log.String(); strings.Contains(log, acquired) || strings.Contains(log, "Starting workers") {
+	if log := follower.Output(); strings.Contains(log, acquired) || strings.Contains(log, "Starting workers") {
 		t.Fatalf("the follower started its controllers while the leader ran:\n%s", log)
 	}
 
-	if err := syscall.Kill(-leader.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	leader.stop(t)
 	createMyApp(t, c, ns, "second", 2)
 	eventually(t, takeoverBound+30*time.Second, func() error {
-		if !strings.Contains(follower.log.String(), acquired) {
+		if !strings.Contains(follower.Output(), acquired) {
 			return fmt.Errorf("the follower has not acquired the Lease")
 		}
 		return nil

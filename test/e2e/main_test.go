@@ -20,6 +20,7 @@ import (
 
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/hack/localcluster/cluster"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // root is the module root, from this package's directory.
@@ -51,11 +52,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// The manager as it ships (`make build`'s flags).
 	manager = filepath.Join(dir, "manager")
-	build := exec.Command("go", "build", "-o", manager, ".")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: building the manager:", err)
+	if err := testenv.Build(".", manager); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	return m.Run()

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestShippedRBAC deploys the configmapwatcher overlay and config/default, each on a cluster of
@@ -28,7 +29,7 @@ func TestShippedRBAC(t *testing.T) {
 		kubeconfig, saConfig := c.serviceAccountKubeconfig(t)
 		m := startManager(t, kubeconfig, args)
 		eventually(t, 90*time.Second, readyCheck(m))
-		configMapWatcherWorks(t, c, c.namespace(t, "e2e-cmw-only"))
+		configMapWatcherWorks(t, c, testenv.Namespace(t, c.admin, "e2e-cmw-only-"))
 
 		// The MyApp CRD exists (installed by someone else), but the overlay's RBAC does not
 		// cover it: the API server refuses the ServiceAccount, and a manager told to run myapp
@@ -39,13 +40,15 @@ func TestShippedRBAC(t *testing.T) {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("the ServiceAccount listing MyApps under the configmapwatcher RBAC: %v, want Forbidden", err)
 		}
-		m.stop(t)
+		if err := m.Stop(30 * time.Second); err != nil {
+			t.Error(err)
+		}
 		outside := startManager(t, kubeconfig, args, "--controllers=myapp")
 		time.Sleep(20 * time.Second)
-		if outside.ready() {
+		if outside.Ready(context.Background()) == nil {
 			t.Errorf("a manager running myapp without its RBAC reports ready")
 		}
-		if log := outside.log.String(); !strings.Contains(log, "forbidden") {
+		if log := outside.Output(); !strings.Contains(log, "forbidden") {
 			t.Errorf("the manager's log does not show the API server's refusal:\n%s", log)
 		}
 	})
@@ -56,7 +59,7 @@ func TestShippedRBAC(t *testing.T) {
 		kubeconfig, _ := c.serviceAccountKubeconfig(t)
 		m := startManager(t, kubeconfig, args)
 		eventually(t, 90*time.Second, readyCheck(m))
-		ns := c.namespace(t, "e2e-default")
+		ns := testenv.Namespace(t, c.admin, "e2e-default-")
 		configMapWatcherWorks(t, c, ns)
 		myAppAndVerticalScalerWork(t, c, ns)
 	})
@@ -64,15 +67,12 @@ func TestShippedRBAC(t *testing.T) {
 
 // readyCheck checks the manager's /readyz: every controller's caches synced, which needs list
 // and watch on every kind it watches.
-func readyCheck(m *managerProcess) func() error {
+func readyCheck(m *testenv.Process) func() error {
 	return func() error {
-		if exited, err := m.exited(); exited {
+		if exited, err := m.Exited(); exited {
 			return fmt.Errorf("the manager exited: %v", err)
 		}
-		if !m.ready() {
-			return fmt.Errorf("/readyz not 200")
-		}
-		return nil
+		return m.Ready(context.Background())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // TestAPIServerRestart kills the API server with SIGKILL while 50 MyApps converge and starts
@@ -24,7 +25,7 @@ func TestAPIServerRestart(t *testing.T) {
 	c := newCluster(t)
 	args := c.deploy(t, "default")
 	kubeconfig, _ := c.serviceAccountKubeconfig(t)
-	ns := c.namespace(t, "e2e-restart")
+	ns := testenv.Namespace(t, c.admin, "e2e-restart-")
 	// Without leader election: a leader that cannot renew its Lease within the renew deadline
 	// (10 s) exits by design, to be restarted by its Deployment, and a busy machine can take
 	// that long to bring the API server back. This test is about reconnecting;
@@ -45,9 +46,9 @@ func TestAPIServerRestart(t *testing.T) {
 	// An exit is for good: fail at once rather than wait for MyApps that cannot converge.
 	running := func() {
 		t.Helper()
-		if exited, err := m.exited(); exited {
+		if exited, err := m.Exited(); exited {
 			t.Fatalf("the manager exited (%v) instead of reconnecting; the API server was away for %s:\n%s",
-				err, restart.Round(100*time.Millisecond), m.log.String())
+				err, restart.Round(100*time.Millisecond), m.Output())
 		}
 	}
 

@@ -5,37 +5,36 @@
 // level with the RBAC of config/rbac, except that it may write Services only in the namespace
 // "shop", creates objects that make every controller work (with failures: a name conflict, a
 // Service the manager may not create, a missing Deployment and a missing ConfigMap), restarts
-// the manager once, and writes the manager's JSON log, both runs one after the other.
+// the manager once, and writes the manager's JSON log, both runs one after the other. The
+// control plane, the manager's build (as `make build` builds it, unless -manager names a binary)
+// and the manager process come from the test kit, internal/testenv, as in the tests.
 //
-//	go build -o /tmp/manager . && go run testdata/logs/capture.go -manager /tmp/manager -out testdata/logs/capture.log
+//	go run testdata/logs/capture.go -out testdata/logs/capture.log
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 func main() {
-	manager := flag.String("manager", "/tmp/manager", "The manager binary.")
+	manager := flag.String("manager", "", "The manager binary; when empty, it is built as `make build` builds it.")
 	out := flag.String("out", "testdata/logs/capture.log", "Where to write the log.")
 	flag.Parse()
 	if err := run(*manager, *out); err != nil {
@@ -45,20 +44,12 @@ func main() {
 }
 
 func run(manager, out string) error {
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"config/crd/bases"}, ErrorIfCRDPathMissing: true}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		env.BinaryAssetsDirectory = "bin/k8s"
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		return fmt.Errorf("starting envtest: %w", err)
-	}
-	defer env.Stop()
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "switchboard"}, nil)
+	env, err := testenv.Start()
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := user.KubeConfig()
+	defer env.Stop()
+	user, err := env.AddUser("switchboard")
 	if err != nil {
 		return err
 	}
@@ -67,21 +58,17 @@ func run(manager, out string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if manager == "" {
+		manager = filepath.Join(dir, "manager")
+		if err := testenv.Build(".", manager); err != nil {
+			return err
+		}
+	}
 	kubeconfigPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+	if err := testenv.WriteKubeconfig(kubeconfigPath, user, ""); err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
+	c := env.Client
 	log, err := os.Create(out)
 	if err != nil {
 		return err
@@ -107,10 +94,11 @@ func run(manager, out string) error {
 		return err
 	}
 
-	stop, err := start(manager, kubeconfigPath, log)
+	first, err := start(manager, kubeconfigPath)
 	if err != nil {
 		return err
 	}
+	defer first.Stop(stopTimeout) // on an early return; stopping twice does nothing
 	for _, app := range []*v1alpha1.MyApp{
 		myApp("shop", "web", "web-config"),
 		myApp("shop", "api", ""),
@@ -137,39 +125,44 @@ func run(manager, out string) error {
 		return err
 	}
 	time.Sleep(5 * time.Second)
-	stop()
+	if err := stop(first, log); err != nil {
+		return err
+	}
 
 	// While the manager is down the ConfigMap changes again; the restarted manager rolls once.
 	if err := c.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config", Namespace: "shop"},
 		Data: map[string]string{"GREETING": "hola"}}, client.Merge); err != nil {
 		return err
 	}
-	stop, err = start(manager, kubeconfigPath, log)
+	second, err := start(manager, kubeconfigPath)
 	if err != nil {
 		return err
 	}
+	defer second.Stop(stopTimeout)
 	time.Sleep(6 * time.Second)
 	if err := c.Delete(ctx, &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Name: "reports", Namespace: "shop"}}); err != nil {
 		return err
 	}
 	time.Sleep(4 * time.Second)
-	stop()
-	return nil
+	return stop(second, log)
 }
 
-// start runs the manager with its log (stderr) going to log, and returns a function that stops
-// it with SIGTERM and waits.
-func start(manager, kubeconfig string, log *os.File) (func(), error) {
-	cmd := exec.Command(manager, "--kubeconfig="+kubeconfig, "--zap-log-level=debug",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return nil, err
+// stopTimeout is how long the manager has to stop after SIGTERM before it is killed.
+const stopTimeout = 30 * time.Second
+
+// start runs the manager at debug level, its stdout and stderr captured together.
+func start(manager, kubeconfig string) (*testenv.Process, error) {
+	return testenv.StartProcess(testenv.Command{Binary: manager, Args: []string{"--kubeconfig=" + kubeconfig,
+		"--zap-log-level=debug", "--metrics-bind-address=0", "--health-probe-bind-address=0"}})
+}
+
+// stop stops the manager with SIGTERM, waits, and appends what it wrote to log.
+func stop(p *testenv.Process, log io.Writer) error {
+	if err := p.Stop(stopTimeout); err != nil {
+		return err
 	}
-	return func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}, nil
+	_, err := io.WriteString(log, p.Output())
+	return err
 }
 
 // grant gives user the manager's ClusterRole from config/rbac, except that it may write

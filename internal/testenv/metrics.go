@@ -8,7 +8,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // mutatingVerbs are the apiserver_request_total verbs that write.
@@ -76,22 +75,11 @@ func (e *Env) apiServerMetrics(ctx context.Context) (map[string]*dto.MetricFamil
 // ReconcileTotal returns how many reconciles controller has finished in this process, from
 // controller-runtime's metrics.
 func ReconcileTotal(controller string) (float64, error) {
-	families, err := metrics.Registry.Gather()
+	readings, err := InProcess(context.Background())
 	if err != nil {
 		return 0, err
 	}
-	var total float64
-	for _, family := range families {
-		if family.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range family.GetMetric() {
-			if labels(m)["controller"] == controller {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total, nil
+	return readings[controller].Reconciles, nil
 }
 
 func labels(m *dto.Metric) map[string]string {

@@ -1,7 +1,34 @@
-// Package testenv starts a real API server (envtest: etcd and kube-apiserver, no controllers)
-// with Switchboard's CRDs, and managers on it wired exactly as main.go wires them: the same
-// flags, the same table, the same Wire. Each controller package's TestMain uses it to prove that
-// its controller works alone.
+// Package testenv is Switchboard's one test kit, modelled on cluster-api's
+// internal/test/envtest: it starts a real API server (envtest: etcd and kube-apiserver, no
+// controllers) with Switchboard's CRDs, and managers on it wired exactly as main.go wires them:
+// the same flags, the same table, the same Wire. Each controller package's TestMain uses it to
+// prove that its controller works alone, and the all-controllers suite in controllers/ to prove
+// that they work together.
+//
+// It lives in the module root's internal/, not under controllers/internal/, because Go's
+// internal rule lets a package be imported only from the tree rooted at the parent of its
+// internal/ directory: under controllers/ it could serve the envtest suites but not test/e2e
+// nor testdata/logs/capture.go, and the kit is the one place every one of them takes its
+// helpers from.
+//
+// What it offers:
+//   - the control plane (Start, Main, Env, Env.AddUser) and managers in the test process
+//     (Env.StartManager);
+//   - a namespace per test (Namespace, Env.Namespace);
+//   - one wait until controllers are quiet (Quiet, WaitQuiet), reading this process's
+//     controller metrics (InProcess) or a manager process's (MetricsEndpoint,
+//     Process.ControllerMetrics);
+//   - the manager binary, or another program of the module, as a process (Build, BuildBinary,
+//     WriteKubeconfig, StartProcess, RunProcess, Process): errors from its methods, so that
+//     programs without a testing.T use it too;
+//   - polling (Poll, Eventually), free ports (FreeAddress), the API server's own counters
+//     (Env.APIWrites, Env.APIServerCPUSeconds) and benchmark sizes (BenchSetting).
+//
+// The go-cmp comparer for resource.Quantity is compare.Quantities in
+// controllers/internal/compare, because the controllers themselves use it to decide whether to
+// write; tests of the controllers import it from there. The kit does not re-export it: Go's
+// internal rule keeps controllers/internal/ to controllers/, and moving it out would put
+// production code under a test kit.
 package testenv
 
 import (
@@ -27,7 +54,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/internal/testutil"
 )
 
 // Env is a running control plane.
@@ -44,7 +70,7 @@ type Env struct {
 // binaries come from KUBEBUILDER_ASSETS when set, else from bin/k8s at the module root, where
 // `make envtest-assets` builds them.
 func Start() (*Env, error) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +84,8 @@ func Start() (*Env, error) {
 			return nil, fmt.Errorf("no kube-apiserver in %s and KUBEBUILDER_ASSETS is not set: run `make envtest-assets` (or `make test`) first", env.BinaryAssetsDirectory)
 		}
 	}
-	// envtest's default /24 runs out after about 250 Services.
+	// envtest's default /24 has too few Service addresses for the benchmarks, which create a
+	// Service per MyApp.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
 	cfg, err := env.Start()
 	if err != nil {
@@ -77,6 +104,17 @@ func Start() (*Env, error) {
 
 // Stop stops the control plane.
 func (e *Env) Stop() error { return e.env.Stop() }
+
+// AddUser adds a user who authenticates with a client certificate and belongs to groups, and
+// returns a REST config that connects as that user: for running something under RBAC narrower
+// than the admin's (WriteKubeconfig turns it into a file for a process).
+func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s: %w", name, err)
+	}
+	return user.Config(), nil
+}
 
 // Main is a TestMain body: it starts the control plane, runs the tests, and stops it.
 func Main(m *testing.M, env **Env) int {
@@ -163,6 +201,14 @@ func (e *Env) StartManager(t testing.TB, args ...string) *Manager {
 		cancel()
 		t.Fatalf("wiring manager: %v", err)
 	}
+	var names []string
+	for _, c := range selection.Controllers {
+		names = append(names, c.Name)
+	}
+	if err := noteStaleDepth(names); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
 	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
 	t.Cleanup(m.Stop)
@@ -198,15 +244,16 @@ func BenchSetting(name string, def int) int {
 // timeout passes first.
 func Eventually(t testing.TB, timeout time.Duration, check func() error) {
 	t.Helper()
-	testutil.Poll(t, timeout, 50*time.Millisecond, check)
+	Poll(t, timeout, 50*time.Millisecond, check)
 }
 
 // Clientset returns a typed clientset for the admin, for what the controller-runtime client
 // does not do (the API server's /metrics).
 func (e *Env) Clientset() (*kubernetes.Clientset, error) { return kubernetes.NewForConfig(e.Config) }
 
-// moduleRoot walks up from the working directory to the directory holding go.mod.
-func moduleRoot() (string, error) {
+// ModuleRoot walks up from the working directory to the directory holding this module's
+// go.mod: tests run in their package's directory, `go run` programs wherever they are started.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -1,6 +1,4 @@
-// Package testutil holds the helpers that the envtest suites (through
-// controllers/internal/testenv) and the end-to-end tests (test/e2e) share.
-package testutil
+package testenv
 
 import (
 	"net"
