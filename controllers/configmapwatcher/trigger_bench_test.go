@@ -25,7 +25,7 @@ func BenchmarkHTTPTrigger(b *testing.B) {
 		n = 200
 	}
 	const clients = 8
-	post := startWithTrigger(b, configmapwatcher.ControllerName)
+	post := env.StartManagerWithTrigger(b, configmapwatcher.ControllerName)
 	for range b.N {
 		before, err := testenv.ReconcileTotal(configmapwatcher.ControllerName)
 		if err != nil {
@@ -38,7 +38,7 @@ func BenchmarkHTTPTrigger(b *testing.B) {
 		for range clients {
 			wg.Go(func() {
 				for i := range next {
-					switch code := post(configmapwatcher.ControllerName, triggerToken, target("trigger-bench", fmt.Sprintf("d-%d-%d", b.N, i))); code {
+					switch code := post(configmapwatcher.ControllerName, testenv.TriggerToken, testenv.TriggerTarget("trigger-bench", fmt.Sprintf("d-%d-%d", b.N, i))); code {
 					case http.StatusAccepted:
 						accepted.Add(1)
 					case http.StatusTooManyRequests:

@@ -247,7 +247,7 @@ func ownedContainerFields(t *testing.T, d *appsv1.Deployment) map[string][]strin
 			continue
 		}
 		var fields map[string]any
-		if err := json.Unmarshal(entry.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(entry.FieldsV1.GetRawBytes(), &fields); err != nil {
 			t.Fatal(err)
 		}
 		node := any(fields)
