@@ -49,7 +49,7 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 }
 
 // TestMetricsUncompressed: the metrics handler never gzips, so no scrape leaves a pooled gzip
-// writer (about 1 MiB of compression tables) in the manager's heap.
+// writer (and its compression tables) in the manager's heap.
 func TestMetricsUncompressed(t *testing.T) {
 	o := NewOptions()
 	sel, err := o.Resolve(Table())
