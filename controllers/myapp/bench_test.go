@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -24,20 +26,25 @@ import (
 // objectResources are the resources a MyApp controller must write; events are counted apart.
 var objectResources = []string{"myapps", "myapps/status", "deployments", "services"}
 
-// BenchmarkConvergence converges N MyApps with the controller and, in the same run, measures
-// two floors with a plain client and as many workers as the controller's concurrency:
-//   - the plain floor (the issue's): only the writes any MyApp controller must make, as creates;
+// BenchmarkConvergence converges N MyApps with the myapp controller, as shipped (the default
+// flags but for --concurrency), and, in the same run and from the same starting cluster:
+//   - the peer: a MyApp controller written the seed's way (seedReconciler), in this process,
+//     with the same number of workers. Users compare myapp with what they would write
+//     themselves; x-peer is the issue's ratio;
+//   - the plain floor: only the writes any MyApp controller must make, as creates, by a plain
+//     client with as many workers;
 //   - the protocol floor: the same writes, but the Deployment and the Service applied with
-//     server-side apply, plus one Event per MyApp, as the issue asks of the controller. It
-//     prices the protocol, so that x-protocol-floor shows what the controller itself adds.
+//     server-side apply, plus one Event per MyApp, as myapp makes them. It prices the protocol,
+//     so that x-protocol-floor shows what the controller itself adds.
 //
-// It runs at the shipped concurrency (1, the default of --concurrency) and at 4 workers, which
-// on a 2-core machine saturates the API server, so that the ratio there is one of API server
-// CPU per MyApp. It reports the medians of several rounds, the ratios, and the API writes per
-// MyApp counted by the API server; at the shipped concurrency it then checks a steady state
-// that includes periodic resyncs of every MyApp.
+// It runs at 1, 4 and 8 workers: on a 2-core machine the API server is idle enough at 1 and
+// saturated at 4 and 8, where the wall times follow its CPU time per MyApp, which each phase
+// reports. Per round the phases rotate which goes first. It reports the medians of the rounds,
+// the ratios, and for the two controllers the object writes per MyApp until convergence and the
+// writes in the window after it, counted by the API server; at 1 worker it then checks a steady
+// state that includes periodic resyncs of every MyApp.
 func BenchmarkConvergence(b *testing.B) {
-	for _, workers := range []int{1, 4} {
+	for _, workers := range []int{1, 4, 8} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchConvergence(b, workers, workers == 1) })
 	}
 }
@@ -52,28 +59,29 @@ func benchConvergence(b *testing.B, workers int, checkSteady bool) {
 	n := testenv.BenchSetting("SWITCHBOARD_BENCH_MYAPPS", 1000)
 	rounds := testenv.BenchSetting("SWITCHBOARD_BENCH_ROUNDS", 1)
 	steady := time.Duration(testenv.BenchSetting("SWITCHBOARD_BENCH_STEADY", 60)) * time.Second
+	after := time.Duration(testenv.BenchSetting("SWITCHBOARD_BENCH_AFTER", 15)) * time.Second
 	ctx := context.Background()
-	b.Logf("N=%d MyApps, %d rounds, %d workers, client QPS %g burst %d for all, steady window %s; envtest service-cluster-ip-range 10.96.0.0/16 (the default /24 holds about 250 Services)",
-		n, rounds, workers, env.Config.QPS, env.Config.Burst, steady)
+	b.Logf("N=%d MyApps, %d rounds, %d workers, floors' client QPS %g burst %d, controllers unthrottled, window after convergence %s, steady window %s",
+		n, rounds, workers, env.Config.QPS, env.Config.Burst, after, steady)
 
 	// Warm up every path (the API server's first writes of a kind and namespace are slower),
 	// so that none pays it in the measured rounds.
 	runFloor(b, ctx, plainFloor, workers, 20)
 	runFloor(b, ctx, protocolFloor, workers, 20)
-	runController(b, ctx, workers, 20, false, 0)
+	runPeer(b, ctx, workers, 20, 0)
+	runController(b, ctx, workers, 20, 0, false, 0)
 
-	var floors, protocolFloors, controlled []phase
-	var ratios, protocolRatios []float64
-	var objectWrites, eventWrites float64
+	var floors, protocolFloors, peers, controlled []phase
+	var peerRatios, floorRatios, protocolRatios []float64
 	for range b.N {
 		for round := range rounds {
-			var plain, protocol, converged phase
-			var writes, events float64
+			var plain, protocol, peer, converged phase
 			phases := []func(){
 				func() { plain = runFloor(b, ctx, plainFloor, workers, n) },
 				func() { protocol = runFloor(b, ctx, protocolFloor, workers, n) },
+				func() { peer = runPeer(b, ctx, workers, n, after) },
 				func() {
-					converged, writes, events = runController(b, ctx, workers, n, checkSteady && round == rounds-1, steady)
+					converged = runController(b, ctx, workers, n, after, checkSteady && round == rounds-1, steady)
 				},
 			}
 			for i := range phases {
@@ -82,20 +90,21 @@ func benchConvergence(b *testing.B, workers int, checkSteady bool) {
 			roundsRun++
 			floors = append(floors, plain)
 			protocolFloors = append(protocolFloors, protocol)
+			peers = append(peers, peer)
 			controlled = append(controlled, converged)
-			ratios = append(ratios, converged.took.Seconds()/plain.took.Seconds())
+			peerRatios = append(peerRatios, converged.took.Seconds()/peer.took.Seconds())
+			floorRatios = append(floorRatios, converged.took.Seconds()/plain.took.Seconds())
 			protocolRatios = append(protocolRatios, converged.took.Seconds()/protocol.took.Seconds())
-			objectWrites, eventWrites = writes, events
 		}
 	}
 	b.ReportMetric(float64(n), "myapps")
 	reportPhases(b, "floor-", floors, n)
 	reportPhases(b, "protocol-floor-", protocolFloors, n)
+	reportPhases(b, "peer-", peers, n)
 	reportPhases(b, "controller-", controlled, n)
-	b.ReportMetric(median(ratios), "x-floor")
+	b.ReportMetric(median(peerRatios), "x-peer")
+	b.ReportMetric(median(floorRatios), "x-floor")
 	b.ReportMetric(median(protocolRatios), "x-protocol-floor")
-	b.ReportMetric(objectWrites/float64(n), "writes/myapp")
-	b.ReportMetric(eventWrites/float64(n), "events/myapp")
 }
 
 // phase is what one side of the comparison cost.
@@ -104,6 +113,10 @@ type phase struct {
 	// apiServerCPU is the CPU time the API server used meanwhile, in seconds. When the API
 	// server is the bottleneck, the wall times follow it.
 	apiServerCPU float64
+	// writes are the object writes until convergence (the MyApps' own creates left out), and
+	// writesAfter those in the window after it; events are the Events written until the end of
+	// that window. Only the controllers' phases count them: the floors write by construction.
+	writes, writesAfter, events float64
 }
 
 // timePhase runs do and measures it.
@@ -116,15 +129,24 @@ func timePhase(b *testing.B, ctx context.Context, do func()) phase {
 }
 
 // reportPhases reports the median wall time of phases and the median API server CPU time per
-// MyApp.
+// MyApp, and for a controller's phases the median writes per MyApp until convergence, writes
+// after it and Events per MyApp.
 func reportPhases(b *testing.B, prefix string, phases []phase, n int) {
-	var took, cpu []float64
+	var took, cpu, writes, after, events []float64
 	for _, p := range phases {
 		took = append(took, p.took.Seconds())
 		cpu = append(cpu, p.apiServerCPU*1000/float64(n))
+		writes = append(writes, p.writes/float64(n))
+		after = append(after, p.writesAfter)
+		events = append(events, p.events/float64(n))
 	}
 	b.ReportMetric(median(took), prefix+"s")
 	b.ReportMetric(median(cpu), prefix+"apiserver-cpu-ms/myapp")
+	if strings.HasPrefix(prefix, "peer") || strings.HasPrefix(prefix, "controller") {
+		b.ReportMetric(median(writes), prefix+"writes/myapp")
+		b.ReportMetric(median(after), prefix+"writes-after")
+		b.ReportMetric(median(events), prefix+"events/myapp")
+	}
 }
 
 // floorKind is how a floor writes the Deployment and the Service.
@@ -224,16 +246,42 @@ func applyOwned(ctx context.Context, app *v1alpha1.MyApp) error {
 
 // runController creates n MyApps with the given number of workers while a manager runs the
 // myapp controller with that concurrency, and returns the time until every one converged (with
-// the API server's CPU time meanwhile) and the controller's object and event writes. When
-// checkSteady is set it then restarts the manager (a forced resync of every MyApp) with a
-// periodic resync, watches a steady window, and reports what was written.
-func runController(b *testing.B, ctx context.Context, workers, n int, checkSteady bool, steady time.Duration) (phase, float64, float64) {
+// the API server's CPU time meanwhile) and the controller's writes until then and in the window
+// after. When checkSteady is set it then restarts the manager (a forced resync of every MyApp)
+// with a periodic resync, watches a steady window, and reports what was written.
+func runController(b *testing.B, ctx context.Context, workers, n int, after time.Duration, checkSteady bool, steady time.Duration) phase {
 	// The manager watches only this round's namespace: the floor's MyApps are not its business.
 	ns := env.Namespace(b, "converge-")
 	m := startBenchManager(b, ns, workers, "0")
-	done, stopObserving := allConverged(b, ctx, m, n)
-	before := apiWrites(b, ctx)
+	converged := converge(b, ctx, m.GetCache(), ns, workers, n, after)
+	m.Stop()
+	if checkSteady {
+		checkSteadyState(b, ctx, ns, workers, n, steady)
+	}
+	clearNamespace(b, ctx, ns)
+	return converged
+}
 
+// runPeer is runController for the seed-style peer.
+func runPeer(b *testing.B, ctx context.Context, workers, n int, after time.Duration) phase {
+	ns := env.Namespace(b, "peer-")
+	mgr, stop := startPeerManager(b, ns, workers)
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		b.Fatal("the peer's cache did not sync")
+	}
+	converged := converge(b, ctx, mgr.GetCache(), ns, workers, n, after)
+	stop()
+	clearNamespace(b, ctx, ns)
+	return converged
+}
+
+// converge creates n MyApps in ns with the given number of workers while a controller runs, and
+// measures the time until the controller's informer (from) sees every one converged, the API
+// server's CPU time meanwhile, the object writes until then, and the writes and Events until the
+// end of the window after.
+func converge(b *testing.B, ctx context.Context, from cache.Informers, ns string, workers, n int, after time.Duration) phase {
+	done, stopObserving := allConverged(b, ctx, from, n)
+	before := apiWrites(b, ctx)
 	converged := timePhase(b, ctx, func() {
 		parallel(b, workers, n, func(i int) error { return env.Client.Create(ctx, benchMyApp(ns, i)) })
 		select {
@@ -243,18 +291,14 @@ func runController(b *testing.B, ctx context.Context, workers, n int, checkStead
 		}
 	})
 	stopObserving()
-
-	// Events are sent in the background: let them land before counting.
-	time.Sleep(2 * time.Second)
-	after := apiWrites(b, ctx)
-	writes := sum(after, objectResources) - sum(before, objectResources) - float64(n) // minus our creates
-	events := after["events"] - before["events"]
-	m.Stop()
-	if checkSteady {
-		checkSteadyState(b, ctx, ns, workers, n, steady)
-	}
-	clearNamespace(b, ctx, ns)
-	return converged, writes, events
+	atConvergence := apiWrites(b, ctx)
+	converged.writes = sum(atConvergence, objectResources) - sum(before, objectResources) - float64(n) // minus our creates
+	// Events are sent in the background: the window lets them land too.
+	time.Sleep(after)
+	end := apiWrites(b, ctx)
+	converged.writesAfter = sum(end, objectResources) - sum(atConvergence, objectResources)
+	converged.events = end["events"] - before["events"]
+	return converged
 }
 
 // clearNamespace deletes what a phase made in ns, so that every phase of every round starts
@@ -300,23 +344,20 @@ func checkSteadyState(b *testing.B, ctx context.Context, ns string, workers, n i
 	}
 }
 
-// startBenchManager starts a manager with only myapp, on ns, with the given concurrency and the
-// floors' rate limits.
+// startBenchManager starts a manager with only myapp, on ns, with the given concurrency and
+// otherwise the default flags, as a user would run it.
 func startBenchManager(b *testing.B, ns string, workers int, resync string) *testenv.Manager {
-	// The same client-side rate limits as the floor's client (envtest's admin config), so that
-	// the comparison is of the work done, not of the limits.
 	return env.StartManager(b, "--controllers=myapp", fmt.Sprintf("--concurrency=myapp=%d", workers),
-		"--resync-interval="+resync, "--watch-namespaces="+ns,
-		fmt.Sprintf("--kube-api-qps=%g", env.Config.QPS), fmt.Sprintf("--kube-api-burst=%d", env.Config.Burst))
+		"--resync-interval="+resync, "--watch-namespaces="+ns)
 }
 
 // allConverged returns a channel closed once n MyApps report their generation, as the
-// manager's own MyApp informer sees them, and a function that stops observing. The informer's
+// controller's own MyApp informer (from) sees them, and a function that stops observing. The informer's
 // watch is one the controller has anyway: observing convergence adds nothing to the load on the
 // API server the controller is measured on, as the floors' observation (their own writes
 // returning) adds nothing to theirs. A second watch or polling would.
-func allConverged(b *testing.B, ctx context.Context, m *testenv.Manager, n int) (<-chan struct{}, func()) {
-	informer, err := m.GetCache().GetInformer(ctx, &v1alpha1.MyApp{})
+func allConverged(b *testing.B, ctx context.Context, from cache.Informers, n int) (<-chan struct{}, func()) {
+	informer, err := from.GetInformer(ctx, &v1alpha1.MyApp{})
 	if err != nil {
 		b.Fatal(err)
 	}

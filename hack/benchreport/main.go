@@ -38,10 +38,15 @@ type Target struct {
 
 // targets are the figures the issues ask for. A metric with no target is reported as measured.
 var targets = []Target{
-	{"BenchmarkConvergence/workers=1", "x-floor", "MyApp convergence time / plain-client floor, at the shipped concurrency (issue 3)", true, 1.3},
-	{"BenchmarkConvergence/workers=4", "x-floor", "MyApp convergence time / plain-client floor, 4 workers: the API server saturates 2 cores (issue 3)", true, 1.3},
-	{"BenchmarkConvergence/workers=1", "writes/myapp", "MyApp object writes per MyApp during convergence (issue 3)", true, 4},
-	{"BenchmarkConvergence/workers=4", "writes/myapp", "MyApp object writes per MyApp during convergence (issue 3)", true, 4},
+	{"BenchmarkConvergence/workers=1", "x-peer", "myapp convergence time / a seed-style reconciler's, default flags, 1 worker, the API server far from saturated (issue 15)", true, 1.0},
+	{"BenchmarkConvergence/workers=1", "controller-writes/myapp", "myapp object writes per MyApp until convergence, 1 worker(s) (issues 3, 15)", true, 4},
+	{"BenchmarkConvergence/workers=1", "controller-writes-after", "myapp object writes in the window after convergence, 1 worker(s) (issue 15)", true, 0},
+	{"BenchmarkConvergence/workers=4", "x-peer", "myapp convergence time / a seed-style reconciler's, default flags, 4 workers, the API server saturates 2 cores (issue 15)", true, 1.0},
+	{"BenchmarkConvergence/workers=4", "controller-writes/myapp", "myapp object writes per MyApp until convergence, 4 worker(s) (issues 3, 15)", true, 4},
+	{"BenchmarkConvergence/workers=4", "controller-writes-after", "myapp object writes in the window after convergence, 4 worker(s) (issue 15)", true, 0},
+	{"BenchmarkConvergence/workers=8", "x-peer", "myapp convergence time / a seed-style reconciler's, default flags, 8 workers (issue 15)", true, 1.0},
+	{"BenchmarkConvergence/workers=8", "controller-writes/myapp", "myapp object writes per MyApp until convergence, 8 worker(s) (issues 3, 15)", true, 4},
+	{"BenchmarkConvergence/workers=8", "controller-writes-after", "myapp object writes in the window after convergence, 8 worker(s) (issue 15)", true, 0},
 	{"BenchmarkConvergence/workers=1", "steady-writes", "writes in a steady window with periodic resyncs of every MyApp (issue 3)", true, 0},
 	{"BenchmarkOneUpdateReconcilesOne", "reconciles/update", "VerticalScalers reconciled by one Deployment update among 10,000 (issue 5)", true, 1},
 	{"BenchmarkMapFunction/scalers=10000", "ns/op", "verticalscaler map function per Deployment event at 10,000 VerticalScalers (issue 5)", true, 50000},

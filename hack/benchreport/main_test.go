@@ -10,9 +10,9 @@ import (
 
 func TestParseMediansAndTargets(t *testing.T) {
 	out := `goos: linux
-BenchmarkConvergence/workers=4-2   	       1	17078929922 ns/op	         4.038 controller-s	   4.000 writes/myapp	         0.9 x-floor
-BenchmarkConvergence/workers=4-2   	       1	17078929922 ns/op	         4.100 controller-s	   5.000 writes/myapp	         1.5 x-floor
-BenchmarkConvergence/workers=4-2   	       1	17078929922 ns/op	         4.200 controller-s	   6.000 writes/myapp	         1.4 x-floor
+BenchmarkConvergence/workers=4-2   	       1	17078929922 ns/op	         4.038 controller-s	   4.000 controller-writes/myapp	         0.9 x-peer
+BenchmarkConvergence/workers=4-2   	       1	17078929922 ns/op	         4.100 controller-s	   5.000 controller-writes/myapp	         1.5 x-peer
+BenchmarkConvergence/workers=4-2   	       1	17078929922 ns/op	         4.200 controller-s	   6.000 controller-writes/myapp	         1.4 x-peer
 BenchmarkMapFunction/objects=100-2 	 100000	      1200 ns/op
 PASS
 ok  	github.com/example/switchboard/controllers/myapp	23.594s
@@ -29,10 +29,10 @@ ok  	github.com/example/switchboard/controllers/myapp	23.594s
 		median float64
 		status string
 	}{
-		"BenchmarkConvergence/workers=4 x-floor":      {1.4, "short"},
-		"BenchmarkConvergence/workers=4 writes/myapp": {5, "short"},
-		"BenchmarkConvergence/workers=4 controller-s": {4.1, "measured"},
-		"BenchmarkMapFunction/objects=100 ns/op":      {1200, "measured"},
+		"BenchmarkConvergence/workers=4 x-peer":                  {1.4, "short"},
+		"BenchmarkConvergence/workers=4 controller-writes/myapp": {5, "short"},
+		"BenchmarkConvergence/workers=4 controller-s":            {4.1, "measured"},
+		"BenchmarkMapFunction/objects=100 ns/op":                 {1200, "measured"},
 	} {
 		r, ok := got[key]
 		if !ok {
