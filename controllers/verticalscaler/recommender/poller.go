@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -270,8 +271,9 @@ type oomKill struct {
 	requestBytes float64
 }
 
-// oomKills returns the OOM kills a Pod's container statuses show: the current state of a
-// container that has not restarted yet, and the last state of one that has. The request is the
+// oomKills returns the OOM kills a Pod's container statuses show, oldest first (a kill is
+// recorded only if newer than the last one of its container): the current state of a container
+// that has not restarted yet, and the last state of one that has. The request is the
 // one the container ran with, as the VPA takes it: from its status when the kubelet reports it
 // (in-place resize), else from the Pod's spec.
 func oomKills(pod *corev1.Pod) []oomKill {
@@ -290,13 +292,14 @@ func oomKills(pod *corev1.Pod) []oomKill {
 				requests = s.Resources.Requests
 			}
 			request := requests[corev1.ResourceMemory]
-			for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
+			for _, t := range []*corev1.ContainerStateTerminated{s.LastTerminationState.Terminated, s.State.Terminated} {
 				if t != nil && t.Reason == "OOMKilled" && !t.FinishedAt.IsZero() {
 					out = append(out, oomKill{container: s.Name, finishedAt: t.FinishedAt.Time, requestBytes: request.AsApproximateFloat64()})
 				}
 			}
 		}
 	}
+	slices.SortStableFunc(out, func(a, b oomKill) int { return a.finishedAt.Compare(b.finishedAt) })
 	return out
 }
 

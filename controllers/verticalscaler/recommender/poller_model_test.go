@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -162,5 +163,19 @@ func TestUsageProducerDrawsEachVerticalScalersPolicy(t *testing.T) {
 	}
 	if got := w.cycle(); got["median"] == nil || got["default"] != nil {
 		t.Errorf("policy of median changed: sent %v, want median's news only", got)
+	}
+}
+
+// TestOOMKillsOldestFirst: a container killed, restarted, and killed again before the next read
+// shows both kills; the older comes first, so that both are recorded.
+func TestOOMKillsOldestFirst(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	status := oomKilled(t0)
+	status.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", FinishedAt: metav1.NewTime(t0.Add(time.Minute))}}
+	other := corev1.ContainerStatus{Name: "proxy", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", FinishedAt: metav1.NewTime(t0)}}}
+	got := oomKills(pod("web-1", "512Mi", status, other))
+	want := []oomKill{{container: "app", finishedAt: t0, requestBytes: 512 * mib}, {container: "app", finishedAt: t0.Add(time.Minute), requestBytes: 512 * mib}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(oomKill{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
