@@ -64,10 +64,16 @@ fmt: ## Run gofmt on the code.
 vet: ## Run go vet.
 	go vet ./...
 
+# Go modules of their own whose tests `make test` runs too: test/vpacompare compares the
+# verticalscaler's recommender with the Vertical Pod Autoscaler's model code, which the manager's
+# go.mod should not carry. go fetches their modules from the module proxy on the first run.
+TEST_MODULES ?= test/vpacompare
+
 .PHONY: test
-test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check.
+test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check, the test modules.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	CONTROLLER_GEN=$(CONTROLLER_GEN) go test ./... -count=1 -timeout 30m
+	for m in $(TEST_MODULES); do (cd $$m && go vet ./... && go test ./... -count=1 -timeout 10m) || exit 1; done
 
 # depguard cannot say "a controller never imports another controller", so .golangci.yml has
 # two rules per controller package (every directory under controllers/ but internal/) and each

@@ -172,14 +172,15 @@ func Table() []Controller {
 					if err != nil {
 						return nil, err
 					}
-					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Usage: usage, Interval: o.UsageInterval,
+					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetAPIReader(), Usage: usage, Interval: o.UsageInterval,
 						Threshold: recommender.Tolerance, Reports: usageReports}
 					return poller.Run, nil
 				},
 			}},
 			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}},
 			New: func(mgr ctrl.Manager) reconcile.Reconciler {
-				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports}
+				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports,
+					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}
 			},
 		},
 		{

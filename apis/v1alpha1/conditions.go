@@ -72,11 +72,19 @@ const (
 	ReasonDeploymentNotFound = "DeploymentNotFound"
 	// ReasonRecommended: usage samples gave a recommendation.
 	ReasonRecommended = "Recommended"
-	// ReasonMetricsUnavailable: usage could not be read; the last recommendation is kept.
+	// ReasonMetricsUnavailable: reading usage failed (metrics-server answered with an error,
+	// or listing the Pods failed); the last recommendation is kept.
 	ReasonMetricsUnavailable = "MetricsUnavailable"
+	// ReasonMetricsAPIMissing: the cluster does not serve metrics.k8s.io (metrics-server is not
+	// installed, or its APIService is not registered); the last recommendation is kept.
+	ReasonMetricsAPIMissing = "MetricsAPIMissing"
+	// ReasonMetricsTimeout: reading usage took longer than the poller allows; the last
+	// recommendation is kept.
+	ReasonMetricsTimeout = "MetricsTimeout"
 	// ReasonNoUsageYet: no usage of the Deployment's Pods has been read yet.
 	ReasonNoUsageYet = "NoUsageYet"
-	// ReasonContainerNotFound: a container policy names a container the Deployment lacks.
+	// ReasonContainerNotFound: a container policy names a container the Deployment lacks, or
+	// one of its plain init containers, which get no recommendation.
 	ReasonContainerNotFound = "ContainerNotFound"
 	// ReasonApplied: the Deployment's requests are within the tolerance of the recommendation.
 	ReasonApplied = "Applied"
@@ -91,6 +99,13 @@ const (
 	// ReasonRecommendationCurrent is the reason of a VerticalScaler's Ready=True: the
 	// recommendation is current (and, in Auto mode, applied).
 	ReasonRecommendationCurrent = "Ready"
+)
+
+// Reasons of a VerticalScaler's Events, besides ReasonApplyFailed (Warning).
+const (
+	// ReasonRecommendationApplied: the controller wrote the recommendation to the Deployment
+	// (Normal); the note says which requests moved from what to what.
+	ReasonRecommendationApplied = "RecommendationApplied"
 )
 
 // Reasons of the configmapwatcher's Events on a workload.

@@ -57,13 +57,66 @@ type VerticalScalerSpec struct {
 	// +listMapKey=containerName
 	// +kubebuilder:validation:MaxItems=7
 	ContainerPolicies []ContainerPolicy `json:"containerPolicies,omitempty"`
+
+	// RecommenderPolicy changes, for this VerticalScaler only, the percentiles of usage and the
+	// safety margin the recommendation is drawn from; what it leaves out keeps the default (the
+	// Vertical Pod Autoscaler's: 50, 90 and 95, and 15%).
+	// +optional
+	RecommenderPolicy *RecommenderPolicy `json:"recommenderPolicy,omitempty"`
+}
+
+// The defaults of RecommenderPolicy, the Vertical Pod Autoscaler recommender's.
+const (
+	// DefaultTargetPercentile is the default of targetPercentile.
+	DefaultTargetPercentile = 90
+	// DefaultLowerBoundPercentile is the default of lowerBoundPercentile.
+	DefaultLowerBoundPercentile = 50
+	// DefaultUpperBoundPercentile is the default of upperBoundPercentile.
+	DefaultUpperBoundPercentile = 95
+	// DefaultSafetyMarginPercent is the default of safetyMarginPercent.
+	DefaultSafetyMarginPercent = 15
+)
+
+// RecommenderPolicy says how the recommendation is drawn from the usage history, for CPU and
+// memory alike: each of the target and the bounds is a percentile of the (decayed) usage
+// samples, plus a safety margin. The rules compare with the defaults (the DefaultX constants)
+// for a field left out.
+// +kubebuilder:validation:XValidation:rule="(has(self.lowerBoundPercentile) ? self.lowerBoundPercentile : 50) <= (has(self.targetPercentile) ? self.targetPercentile : 90)",message="lowerBoundPercentile must not exceed targetPercentile (defaults 50 and 90)"
+// +kubebuilder:validation:XValidation:rule="(has(self.targetPercentile) ? self.targetPercentile : 90) <= (has(self.upperBoundPercentile) ? self.upperBoundPercentile : 95)",message="targetPercentile must not exceed upperBoundPercentile (defaults 90 and 95)"
+type RecommenderPolicy struct {
+	// TargetPercentile is the percentile of usage the target rests on: 90 means 90% of the
+	// samples fit under the target before the margin. Default 90.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	TargetPercentile *int32 `json:"targetPercentile,omitempty"`
+
+	// LowerBoundPercentile is the percentile of usage the lower bound rests on. Default 50.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	LowerBoundPercentile *int32 `json:"lowerBoundPercentile,omitempty"`
+
+	// UpperBoundPercentile is the percentile of usage the upper bound rests on. Default 95.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	UpperBoundPercentile *int32 `json:"upperBoundPercentile,omitempty"`
+
+	// SafetyMarginPercent is added on top of each percentile, in percent of it, for the usage
+	// the samples missed. Default 15.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	SafetyMarginPercent *int32 `json:"safetyMarginPercent,omitempty"`
 }
 
 // ContainerPolicy bounds and scopes the recommendation for one container.
 // +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !('cpu' in self.minAllowed) || !('cpu' in self.maxAllowed) || quantity(string(self.minAllowed['cpu'])).compareTo(quantity(string(self.maxAllowed['cpu']))) <= 0",message="minAllowed.cpu must not exceed maxAllowed.cpu"
 // +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !('memory' in self.minAllowed) || !('memory' in self.maxAllowed) || quantity(string(self.minAllowed['memory'])).compareTo(quantity(string(self.maxAllowed['memory']))) <= 0",message="minAllowed.memory must not exceed maxAllowed.memory"
 type ContainerPolicy struct {
-	// ContainerName is the name of a container of the Deployment's Pod template, or "*".
+	// ContainerName is the name of a container of the Deployment's Pod template or of one of
+	// its native sidecars (init containers with restartPolicy Always), or "*".
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -132,7 +185,15 @@ type Recommendation struct {
 	// +optional
 	DeploymentName string `json:"deploymentName,omitempty"`
 
-	// ContainerRecommendations are per container, by name.
+	// Policy is the percentiles and the margin the recommendation was drawn with: the spec's
+	// recommenderPolicy with the defaults filled in.
+	// +optional
+	Policy *RecommenderPolicy `json:"policy,omitempty"`
+
+	// ContainerRecommendations are per container, by name: the Pod template's containers and
+	// its native sidecars (init containers with restartPolicy Always). Other init containers
+	// get none: they run to completion before the others start, so their requests rarely
+	// decide the Pod's, and their usage is too short-lived to sample.
 	// +optional
 	// +listType=map
 	// +listMapKey=containerName
@@ -154,6 +215,21 @@ type ContainerRecommendation struct {
 	// UncappedTarget is the target before clamping to the policy's bounds.
 	// +optional
 	UncappedTarget corev1.ResourceList `json:"uncappedTarget,omitempty"`
+
+	// Samples is how many CPU usage samples of the container (one per Pod and read) the
+	// recommendation rests on. Memory counts one peak per Pod and day.
+	// +optional
+	Samples int64 `json:"samples,omitempty"`
+	// FirstSampleTime and LastSampleTime bound the history the recommendation rests on. Under
+	// a day of it, the bounds are wide: the upper bound is the percentile times 1 + 1/days.
+	// +optional
+	FirstSampleTime *metav1.Time `json:"firstSampleTime,omitempty"`
+	// +optional
+	LastSampleTime *metav1.Time `json:"lastSampleTime,omitempty"`
+	// LastOOMKillTime is when a container of this name was last killed for lack of memory,
+	// which raised the memory recommendation.
+	// +optional
+	LastOOMKillTime *metav1.Time `json:"lastOOMKillTime,omitempty"`
 }
 
 // VerticalScaler keeps the CPU and memory of a Deployment's containers right, from their usage.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,34 +42,39 @@ type applyState struct {
 	appliedAt time.Time
 }
 
-// needsUpdate says whether any controlled request of the containers is missing or off its
-// desired value by more than recommender.Tolerance.
-func needsUpdate(current []corev1.Container, desired map[string]corev1.ResourceRequirements) bool {
+// offRequests describes each controlled request of the containers that is missing or off its
+// desired value by more than recommender.Tolerance, in the containers' order: the reasons for a
+// write. None means the Deployment carries the recommendation.
+func offRequests(current []corev1.Container, desired map[string]corev1.ResourceRequirements) []string {
+	var off []string
 	for _, c := range current {
 		want, ok := desired[c.Name]
 		if !ok {
 			continue
 		}
-		for name, target := range want.Requests {
-			have, ok := c.Resources.Requests[name]
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			target, ok := want.Requests[name]
 			if !ok {
-				if have, ok = c.Resources.Limits[name]; !ok {
-					return true
-				}
-			}
-			t := target.AsApproximateFloat64()
-			if t == 0 {
-				if have.Sign() != 0 {
-					return true
-				}
 				continue
 			}
-			if math.Abs(have.AsApproximateFloat64()-t)/t > recommender.Tolerance {
-				return true
+			have, ok := c.Resources.Requests[name]
+			if !ok {
+				// Kubernetes defaults a missing request to the limit.
+				have, ok = c.Resources.Limits[name]
+			}
+			switch t := target.AsApproximateFloat64(); {
+			case !ok:
+				off = append(off, fmt.Sprintf("container %s requests no %s, recommended %s", c.Name, name, target.String()))
+			case t == 0:
+				if have.Sign() != 0 {
+					off = append(off, fmt.Sprintf("container %s requests %s %s, recommended 0", c.Name, name, have.String()))
+				}
+			case math.Abs(have.AsApproximateFloat64()-t)/t > recommender.Tolerance:
+				off = append(off, fmt.Sprintf("container %s requests %s %s, recommended %s", c.Name, name, have.String(), target.String()))
 			}
 		}
 	}
-	return false
+	return off
 }
 
 // untilNextApply returns how long to wait before the next write, given the last one.
@@ -79,8 +85,8 @@ func untilNextApply(last *time.Time, now time.Time, interval time.Duration) time
 	return max(0, last.Add(interval).Sub(now))
 }
 
-// desiredResourcesOf returns, per container of the Pod template with a recommendation, the
-// resources the controller wants it to have.
+// desiredResourcesOf returns, per recommended container of the Pod template with a
+// recommendation, the resources the controller wants it to have.
 func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, rec *v1alpha1.Recommendation) map[string]corev1.ResourceRequirements {
 	byName := map[string]v1alpha1.ContainerRecommendation{}
 	for _, c := range rec.ContainerRecommendations {
@@ -92,7 +98,7 @@ func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.C
 		if !ok {
 			continue
 		}
-		if res := desiredResources(c.Resources, r, policyFor(spec, c.Name)); len(res.Requests) > 0 {
+		if res := desiredResources(c.Resources, r, recommender.ContainerPolicyFor(spec, c.Name)); len(res.Requests) > 0 {
 			out[c.Name] = res
 		}
 	}
@@ -100,20 +106,30 @@ func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.C
 }
 
 // desiredDeployment is the apply configuration of the fields the controller owns: the
-// controlled requests and limits of the containers, nothing else. It lists containers in the
-// template's order.
+// controlled requests and limits of the containers and native sidecars, nothing else. It lists
+// them in the template's order.
 func desiredDeployment(d *appsv1.Deployment, desired map[string]corev1.ResourceRequirements) *appsv1ac.DeploymentApplyConfiguration {
 	podSpec := corev1ac.PodSpec()
-	for _, c := range d.Spec.Template.Spec.Containers {
+	entry := func(c corev1.Container) (*corev1ac.ContainerApplyConfiguration, bool) {
 		res, ok := desired[c.Name]
 		if !ok {
-			continue
+			return nil, false
 		}
 		rac := corev1ac.ResourceRequirements().WithRequests(res.Requests)
 		if len(res.Limits) > 0 {
 			rac.WithLimits(res.Limits)
 		}
-		podSpec.WithContainers(corev1ac.Container().WithName(c.Name).WithResources(rac))
+		return corev1ac.Container().WithName(c.Name).WithResources(rac), true
+	}
+	for _, c := range d.Spec.Template.Spec.InitContainers {
+		if e, ok := entry(c); ok && recommender.IsNativeSidecar(c) {
+			podSpec.WithInitContainers(e)
+		}
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if e, ok := entry(c); ok {
+			podSpec.WithContainers(e)
+		}
 	}
 	return appsv1ac.Deployment(d.Name, d.Namespace).
 		WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithSpec(podSpec)))
@@ -122,13 +138,16 @@ func desiredDeployment(d *appsv1.Deployment, desired map[string]corev1.ResourceR
 // applyRecommendation writes rec to the Deployment in Auto mode, when a request is off by more
 // than the tolerance and the minimum interval since the last write has passed. The write is a
 // server-side apply under the controller's field manager that sends only the controlled
-// resources, and nothing when the manager already owns exactly those values.
+// resources, and nothing when the manager already owns exactly those values. Each write is an
+// Event on the VerticalScaler that says which requests moved.
 func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.VerticalScaler, d *appsv1.Deployment, rec *v1alpha1.Recommendation) (applyState, error) {
-	desired := desiredResourcesOf(&vs.Spec, d.Spec.Template.Spec.Containers, rec)
+	containers := recommender.RecommendedContainers(&d.Spec.Template.Spec)
+	desired := desiredResourcesOf(&vs.Spec, containers, rec)
 	if len(desired) == 0 {
 		return applyState{reason: v1alpha1.ReasonNoRecommendation, message: "No controlled resource of any container has a recommendation"}, nil
 	}
-	if !needsUpdate(d.Spec.Template.Spec.Containers, desired) {
+	off := offRequests(containers, desired)
+	if len(off) == 0 {
 		return applyState{reason: v1alpha1.ReasonApplied, message: appliedMessage}, nil
 	}
 	now := time.Now()
@@ -138,7 +157,8 @@ func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.Verti
 	}
 	if wait := untilNextApply(last, now, MinApplyInterval); wait > 0 {
 		return applyState{reason: v1alpha1.ReasonWaitingForMinApplyInterval, wait: wait,
-			message: fmt.Sprintf("The last write was at %s; the next is allowed %s after it", last.UTC().Format(time.RFC3339), MinApplyInterval)}, nil
+			message: fmt.Sprintf("%s (more than %.0f%% off); the last write was at %s, the next is allowed %s after it, as each write rolls the Pods",
+				upperFirst(strings.Join(off, "; ")), recommender.Tolerance*100, last.UTC().Format(time.RFC3339), MinApplyInterval)}, nil
 	}
 	owned, err := appsv1ac.ExtractDeployment(d, ControllerName)
 	if err != nil {
@@ -146,12 +166,23 @@ func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.Verti
 	}
 	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, runtime.ApplyConfiguration(owned), desiredDeployment(d, desired))
 	if err != nil {
+		r.Recorder.Eventf(vs, d, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Apply", "Writing the recommendation to Deployment %s failed: %v", d.Name, err)
 		return applyState{reason: v1alpha1.ReasonApplyFailed, message: err.Error()}, fmt.Errorf("applying to Deployment %s: %w", d.Name, err)
 	}
 	state := applyState{reason: v1alpha1.ReasonApplied, message: appliedMessage}
 	if changed {
 		ctrl.LoggerFrom(ctx).Info("Applied recommendation to Deployment", "deployment", d.Name, "fieldManager", ControllerName)
+		r.Recorder.Eventf(vs, d, corev1.EventTypeNormal, v1alpha1.ReasonRecommendationApplied, "Apply",
+			"Applied the recommendation to Deployment %s, which rolls its Pods: %s (more than %.0f%% off)", d.Name, strings.Join(off, "; "), recommender.Tolerance*100)
 		state.appliedAt = now
 	}
 	return state, nil
+}
+
+// upperFirst returns s with its first letter in upper case: a condition message is a sentence.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

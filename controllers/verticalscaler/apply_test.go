@@ -1,13 +1,17 @@
 package verticalscaler
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestNeedsUpdate(t *testing.T) {
+func TestOffRequests(t *testing.T) {
 	desired := map[string]corev1.ResourceRequirements{"app": {Requests: list("500m", "512Mi")}}
 	container := func(res corev1.ResourceRequirements) []corev1.Container {
 		return []corev1.Container{{Name: "app", Resources: res}, {Name: "sidecar"}}
@@ -27,10 +31,39 @@ func TestNeedsUpdate(t *testing.T) {
 		{name: "container without recommendation is ignored", current: []corev1.Container{{Name: "sidecar"}}, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := needsUpdate(tc.current, desired); got != tc.want {
-				t.Errorf("needsUpdate = %v, want %v", got, tc.want)
+			if got := offRequests(tc.current, desired); (len(got) > 0) != tc.want {
+				t.Errorf("offRequests = %q, want some: %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestOffRequestsSayWhy(t *testing.T) {
+	desired := map[string]corev1.ResourceRequirements{"app": {Requests: list("500m", "512Mi")}}
+	got := offRequests([]corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: list("100m", "")}}}, desired)
+	want := []string{"container app requests cpu 100m, recommended 500m", "container app requests no memory, recommended 512Mi"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestDesiredDeploymentCarriesSidecars: a native sidecar's resources go to its entry of
+// initContainers, a container's to containers; nothing else is sent.
+func TestDesiredDeploymentCarriesSidecars(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "migrate"}, {Name: "proxy", RestartPolicy: &always}}
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app"}}
+	desired := map[string]corev1.ResourceRequirements{"app": {Requests: list("500m", "")}, "proxy": {Requests: list("50m", "")}}
+	got, err := json.Marshal(desiredDeployment(d, desired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"web","namespace":"ns"},"spec":{"template":{"spec":{` +
+		`"initContainers":[{"name":"proxy","resources":{"requests":{"cpu":"50m"}}}],` +
+		`"containers":[{"name":"app","resources":{"requests":{"cpu":"500m"}}}]}}}}`
+	if string(got) != want {
+		t.Errorf("apply configuration\n got %s\nwant %s", got, want)
 	}
 }
 

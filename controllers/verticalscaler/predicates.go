@@ -2,6 +2,7 @@ package verticalscaler
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -9,8 +10,8 @@ import (
 
 // DeploymentChanged lets through the Deployment events that can change what the controller
 // reports or writes: creation and deletion (DeploymentFound), and updates that change the Pod
-// template's containers by name or resources (which containers get a recommendation, whether
-// they carry it). Everything else is filtered out before the map function: status updates
+// template's containers or init containers by name, resources or restart policy (which
+// containers get a recommendation, whether they carry it). Everything else is filtered out before the map function: status updates
 // (several per rollout), scaling, and changes to images, labels or annotations, the bulk of a
 // busy cluster's Deployment events.
 func DeploymentChanged() predicate.Predicate {
@@ -26,14 +27,21 @@ func DeploymentChanged() predicate.Predicate {
 	}
 }
 
-// containersChanged says whether the containers' names, order or resources differ.
+// containersChanged says whether the containers' or init containers' names, order, resources
+// or restart policies differ: an init container becomes a native sidecar, recommended, by its
+// restart policy.
 func containersChanged(older, newer *appsv1.Deployment) bool {
-	a, b := older.Spec.Template.Spec.Containers, newer.Spec.Template.Spec.Containers
+	return listChanged(older.Spec.Template.Spec.Containers, newer.Spec.Template.Spec.Containers) ||
+		listChanged(older.Spec.Template.Spec.InitContainers, newer.Spec.Template.Spec.InitContainers)
+}
+
+func listChanged(a, b []corev1.Container) bool {
 	if len(a) != len(b) {
 		return true
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || !equality.Semantic.DeepEqual(a[i].Resources, b[i].Resources) {
+		if a[i].Name != b[i].Name || !equality.Semantic.DeepEqual(a[i].Resources, b[i].Resources) ||
+			!equality.Semantic.DeepEqual(a[i].RestartPolicy, b[i].RestartPolicy) {
 			return true
 		}
 	}

@@ -55,11 +55,24 @@ func TestWhichDeploymentEventsReachTheMapFunction(t *testing.T) {
 			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "debug"})
 		}), want: true},
 		{name: "a container renamed", newer: changed(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[1].Name = "envoy" }), want: true},
+		{name: "an init container added", newer: changed(func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "migrate"}}
+		}), want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := p.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tc.newer}); got != tc.want {
 				t.Errorf("reaches the map function: %v, want %v", got, tc.want)
 			}
 		})
+	}
+
+	// An init container that becomes a native sidecar starts to get a recommendation.
+	plain := changed(func(d *appsv1.Deployment) { d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "proxy"}} })
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar := changed(func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always}}
+	})
+	if !p.Update(event.UpdateEvent{ObjectOld: plain, ObjectNew: sidecar}) {
+		t.Error("an init container became a native sidecar: filtered")
 	}
 }

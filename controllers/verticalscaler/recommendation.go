@@ -9,25 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
 // defaultControlledResources are what a policy without controlledResources controls.
 var defaultControlledResources = []v1alpha1.ControlledResource{"cpu", "memory"}
-
-// policyFor returns the policy of container: its own, else the "*" policy, else the zero
-// policy (no bounds, cpu and memory, requests and limits).
-func policyFor(spec *v1alpha1.VerticalScalerSpec, container string) v1alpha1.ContainerPolicy {
-	var fallback v1alpha1.ContainerPolicy
-	for _, p := range spec.ContainerPolicies {
-		switch p.ContainerName {
-		case container:
-			return p
-		case v1alpha1.DefaultContainerPolicyName:
-			fallback = p
-		}
-	}
-	return fallback
-}
 
 // controlledResources returns the resources policy controls.
 func controlledResources(policy v1alpha1.ContainerPolicy) []corev1.ResourceName {
@@ -48,16 +34,21 @@ func controlsLimits(policy v1alpha1.ContainerPolicy) bool {
 }
 
 // unknownContainers returns one message per policy that names a container the Pod template
-// does not have, naming the field.
-func unknownContainers(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container) []string {
+// does not recommend, naming the field: one it does not have, or a plain init container.
+func unknownContainers(spec *v1alpha1.VerticalScalerSpec, podSpec *corev1.PodSpec) []string {
 	var problems []string
+	recommended := recommender.RecommendedContainers(podSpec)
 	for i, p := range spec.ContainerPolicies {
-		if p.ContainerName == v1alpha1.DefaultContainerPolicyName {
+		if p.ContainerName == v1alpha1.DefaultContainerPolicyName ||
+			slices.ContainsFunc(recommended, func(c corev1.Container) bool { return c.Name == p.ContainerName }) {
 			continue
 		}
-		if !slices.ContainsFunc(containers, func(c corev1.Container) bool { return c.Name == p.ContainerName }) {
-			problems = append(problems, fmt.Sprintf("spec.containerPolicies[%d].containerName: the Deployment has no container %q", i, p.ContainerName))
+		if slices.ContainsFunc(podSpec.InitContainers, func(c corev1.Container) bool { return c.Name == p.ContainerName }) {
+			problems = append(problems, fmt.Sprintf("spec.containerPolicies[%d].containerName: %q is an init container, which gets no recommendation "+
+				"(it runs to completion before the containers start); native sidecars, with restartPolicy Always, do", i, p.ContainerName))
+			continue
 		}
+		problems = append(problems, fmt.Sprintf("spec.containerPolicies[%d].containerName: the Deployment has no container %q", i, p.ContainerName))
 	}
 	return problems
 }
@@ -77,46 +68,30 @@ func estimatesOf(rec *v1alpha1.Recommendation, deploymentName string) map[string
 	return out
 }
 
-// recommend bounds the estimates of the Pod template's containers by their policies, in the
-// template's order. Containers without an estimate are left out; it returns nil when none has one.
-func recommend(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, estimates map[string]v1alpha1.ContainerRecommendation) *v1alpha1.Recommendation {
-	rec := &v1alpha1.Recommendation{DeploymentName: spec.DeploymentName}
+// recommend bounds the estimates of the recommended containers (recommender.RecommendedContainers)
+// by their policies, in the template's order, and keeps what each rests on. Containers without
+// an estimate are left out; it returns nil when none has one. policy is the recommender policy
+// the estimates were drawn with.
+func recommend(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, policy *v1alpha1.RecommenderPolicy,
+	estimates map[string]v1alpha1.ContainerRecommendation) *v1alpha1.Recommendation {
+	rec := &v1alpha1.Recommendation{DeploymentName: spec.DeploymentName, Policy: policy.DeepCopy()}
 	for _, c := range containers {
 		e, ok := estimates[c.Name]
 		if !ok {
 			continue
 		}
-		p := policyFor(spec, c.Name)
-		rec.ContainerRecommendations = append(rec.ContainerRecommendations, v1alpha1.ContainerRecommendation{
-			ContainerName:  c.Name,
-			Target:         clamp(e.Target, p.MinAllowed, p.MaxAllowed),
-			LowerBound:     clamp(e.LowerBound, p.MinAllowed, p.MaxAllowed),
-			UpperBound:     clamp(e.UpperBound, p.MinAllowed, p.MaxAllowed),
-			UncappedTarget: e.Target.DeepCopy(),
-		})
+		p := recommender.ContainerPolicyFor(spec, c.Name)
+		out := *e.DeepCopy()
+		out.Target = recommender.Clamp(e.Target, p.MinAllowed, p.MaxAllowed)
+		out.LowerBound = recommender.Clamp(e.LowerBound, p.MinAllowed, p.MaxAllowed)
+		out.UpperBound = recommender.Clamp(e.UpperBound, p.MinAllowed, p.MaxAllowed)
+		out.UncappedTarget = e.Target.DeepCopy()
+		rec.ContainerRecommendations = append(rec.ContainerRecommendations, out)
 	}
 	if len(rec.ContainerRecommendations) == 0 {
 		return nil
 	}
 	return rec
-}
-
-// clamp returns values raised to minAllowed and lowered to maxAllowed, per resource.
-func clamp(values, minAllowed, maxAllowed corev1.ResourceList) corev1.ResourceList {
-	if values == nil {
-		return nil
-	}
-	out := corev1.ResourceList{}
-	for name, v := range values {
-		if lo, ok := minAllowed[name]; ok && v.Cmp(lo) < 0 {
-			v = lo
-		}
-		if hi, ok := maxAllowed[name]; ok && v.Cmp(hi) > 0 {
-			v = hi
-		}
-		out[name] = v.DeepCopy()
-	}
-	return out
 }
 
 // scaledLimit returns the limit that keeps limit/request when the request becomes target:

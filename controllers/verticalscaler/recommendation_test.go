@@ -2,10 +2,12 @@ package verticalscaler
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/compare"
@@ -20,27 +22,6 @@ func list(cpu, memory string) corev1.ResourceList {
 		l[corev1.ResourceMemory] = resource.MustParse(memory)
 	}
 	return l
-}
-
-func TestClamp(t *testing.T) {
-	for _, tc := range []struct {
-		name                   string
-		values, minimum, maxim corev1.ResourceList
-		want                   corev1.ResourceList
-	}{
-		{name: "no bounds", values: list("100m", "1Gi"), want: list("100m", "1Gi")},
-		{name: "raised to min", values: list("100m", "1Gi"), minimum: list("250m", ""), want: list("250m", "1Gi")},
-		{name: "lowered to max", values: list("100m", "1Gi"), maxim: list("", "512Mi"), want: list("100m", "512Mi")},
-		{name: "within", values: list("300m", "1Gi"), minimum: list("250m", "1Mi"), maxim: list("1", "2Gi"), want: list("300m", "1Gi")},
-		{name: "bound on a resource without value adds nothing", values: list("300m", ""), minimum: list("", "1Gi"), want: list("300m", "")},
-		{name: "nil stays nil", values: nil, minimum: list("1", ""), want: nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, clamp(tc.values, tc.minimum, tc.maxim), compare.Quantities); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
 }
 
 func TestScaledLimit(t *testing.T) {
@@ -103,28 +84,17 @@ func TestDesiredResources(t *testing.T) {
 	}
 }
 
-func TestPolicyFor(t *testing.T) {
-	spec := &v1alpha1.VerticalScalerSpec{ContainerPolicies: []v1alpha1.ContainerPolicy{
-		{ContainerName: "*", MaxAllowed: list("1", "")},
-		{ContainerName: "app", MaxAllowed: list("2", "")},
-	}}
-	if got := policyFor(spec, "app").MaxAllowed; got.Cpu().String() != "2" {
-		t.Errorf("app's own policy not used: %v", got)
-	}
-	if got := policyFor(spec, "sidecar").MaxAllowed; got.Cpu().String() != "1" {
-		t.Errorf("the * policy not used: %v", got)
-	}
-	if got := policyFor(&v1alpha1.VerticalScalerSpec{}, "app"); !cmp.Equal(got, v1alpha1.ContainerPolicy{}) {
-		t.Errorf("no policy: %+v, want the zero policy", got)
-	}
-}
-
 func TestUnknownContainers(t *testing.T) {
 	spec := &v1alpha1.VerticalScalerSpec{ContainerPolicies: []v1alpha1.ContainerPolicy{
 		{ContainerName: "*"}, {ContainerName: "app"}, {ContainerName: "ghost"},
 	}}
-	got := unknownContainers(spec, []corev1.Container{{Name: "app"}, {Name: "sidecar"}})
-	want := []string{`spec.containerPolicies[2].containerName: the Deployment has no container "ghost"`}
+	always := corev1.ContainerRestartPolicyAlways
+	spec.ContainerPolicies = append(spec.ContainerPolicies, v1alpha1.ContainerPolicy{ContainerName: "proxy"}, v1alpha1.ContainerPolicy{ContainerName: "migrate"})
+	got := unknownContainers(spec, &corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "sidecar"}},
+		InitContainers: []corev1.Container{{Name: "migrate"}, {Name: "proxy", RestartPolicy: &always}}})
+	want := []string{`spec.containerPolicies[2].containerName: the Deployment has no container "ghost"`,
+		`spec.containerPolicies[4].containerName: "migrate" is an init container, which gets no recommendation ` +
+			`(it runs to completion before the containers start); native sidecars, with restartPolicy Always, do`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -134,19 +104,23 @@ func TestRecommend(t *testing.T) {
 	spec := &v1alpha1.VerticalScalerSpec{DeploymentName: "web", ContainerPolicies: []v1alpha1.ContainerPolicy{
 		{ContainerName: "app", MinAllowed: list("1", ""), MaxAllowed: list("2", "1Gi")},
 	}}
+	first := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	estimates := map[string]v1alpha1.ContainerRecommendation{
-		"app":  {ContainerName: "app", Target: list("500m", "2Gi"), LowerBound: list("100m", "1Gi"), UpperBound: list("3", "4Gi")},
+		"app": {ContainerName: "app", Target: list("500m", "2Gi"), LowerBound: list("100m", "1Gi"), UpperBound: list("3", "4Gi"),
+			Samples: 60, FirstSampleTime: &first},
 		"gone": {ContainerName: "gone", Target: list("1", "1Gi")},
 	}
 	containers := []corev1.Container{{Name: "sidecar"}, {Name: "app"}}
-	want := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+	policy := &v1alpha1.RecommenderPolicy{TargetPercentile: new(int32(95))}
+	// Bounded by the policy, with what it rests on and the recommender policy it was drawn with.
+	want := &v1alpha1.Recommendation{DeploymentName: "web", Policy: policy, ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("1", "1Gi"), LowerBound: list("1", "1Gi"), UpperBound: list("2", "1Gi"),
-		UncappedTarget: list("500m", "2Gi"),
+		UncappedTarget: list("500m", "2Gi"), Samples: 60, FirstSampleTime: &first,
 	}}}
-	if diff := cmp.Diff(want, recommend(spec, containers, estimates), compare.Quantities); diff != "" {
+	if diff := cmp.Diff(want, recommend(spec, containers, policy, estimates), compare.Quantities); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if got := recommend(spec, []corev1.Container{{Name: "sidecar"}}, estimates); got != nil {
+	if got := recommend(spec, []corev1.Container{{Name: "sidecar"}}, policy, estimates); got != nil {
 		t.Errorf("no container with an estimate: %+v, want nil", got)
 	}
 

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
 // computeStatus is the one place a VerticalScaler's status is computed, from what one reconcile
@@ -62,7 +63,7 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 func providedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condition {
 	if obs.report != nil {
 		out := obs.report.Provided
-		if out.Reason == v1alpha1.ReasonMetricsUnavailable && vs.Status.Recommendation != nil {
+		if recommender.MetricsFailure(out.Reason) && vs.Status.Recommendation != nil {
 			out.Message += "; the last recommendation is kept"
 		}
 		return out

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -27,6 +28,7 @@ const ControllerName = "verticalscaler"
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=metrics.k8s.io,resources=pods,verbs=list
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles VerticalScalers.
 type Reconciler struct {
@@ -35,6 +37,8 @@ type Reconciler struct {
 	// usage history, the controller reads its latest conclusion and forgets it when the
 	// VerticalScaler is deleted.
 	Reports *recommender.Reports
+	// Recorder records an Event on the VerticalScaler for each write to its Deployment.
+	Recorder events.EventRecorder
 }
 
 // VerticalScalersFor returns the map function of the Deployment watch: a Deployment maps to the
@@ -137,11 +141,15 @@ func (r *Reconciler) deployment(ctx context.Context, vs *v1alpha1.VerticalScaler
 // recommend bounds the latest estimates (the report's, else those kept in status) by the
 // policies, for the containers the Deployment has.
 func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
-	containers := obs.deployment.Spec.Template.Spec.Containers
-	obs.policyProblems = unknownContainers(&vs.Spec, containers)
-	estimates := estimatesOf(vs.Status.Recommendation, vs.Spec.DeploymentName)
+	podSpec := &obs.deployment.Spec.Template.Spec
+	obs.policyProblems = unknownContainers(&vs.Spec, podSpec)
+	from := vs.Status.Recommendation
 	if obs.report != nil && obs.report.Recommendation != nil {
-		estimates = estimatesOf(obs.report.Recommendation, vs.Spec.DeploymentName)
+		from = obs.report.Recommendation
 	}
-	obs.recommendation = recommend(&vs.Spec, containers, estimates)
+	var policy *v1alpha1.RecommenderPolicy
+	if from != nil {
+		policy = from.Policy
+	}
+	obs.recommendation = recommend(&vs.Spec, recommender.RecommendedContainers(podSpec), policy, estimatesOf(from, vs.Spec.DeploymentName))
 }

@@ -219,11 +219,23 @@ func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 
 	waitCondition(t, vs, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, v1alpha1.ReasonRecommended)
 	// 500m and 300Mi end their histogram buckets at 511m and 315Mi; with the 15% margin,
-	// 588m and 363Mi. The policy caps CPU at 400m.
-	want := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
-		ContainerName: "app", Target: list("400m", "363Mi"), LowerBound: list("400m", "363Mi"),
-		UpperBound: list("400m", "363Mi"), UncappedTarget: list("588m", "363Mi")}}}
-	if diff := cmp.Diff(want, vs.Status.Recommendation, compare.Quantities); diff != "" {
+	// 588m and 363Mi. The policy caps CPU at 400m. A few samples are little history: the lower
+	// bound is the Pod minimum, the upper bound very wide (capped at 400m for CPU).
+	got := vs.Status.Recommendation
+	want := &v1alpha1.Recommendation{DeploymentName: "web", Policy: recommender.DefaultPolicy.Status(),
+		ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+			ContainerName: "app", Target: list("400m", "363Mi"), LowerBound: list("25m", "250Mi"),
+			UpperBound: list("400m", got.ContainerRecommendations[0].UpperBound.Memory().String()), UncappedTarget: list("588m", "363Mi")}}}
+	c := &got.ContainerRecommendations[0]
+	// What the recommendation rests on: the samples and the history's window.
+	if c.Samples < 1 || c.FirstSampleTime == nil || c.LastSampleTime == nil || c.LastSampleTime.Before(c.FirstSampleTime) {
+		t.Errorf("samples %d from %v to %v, want at least one sample and its window", c.Samples, c.FirstSampleTime, c.LastSampleTime)
+	}
+	if c.UpperBound.Memory().Cmp(resource.MustParse("10Gi")) < 0 {
+		t.Errorf("memory upper bound %s after seconds of history, want it very wide", c.UpperBound.Memory())
+	}
+	c.Samples, c.FirstSampleTime, c.LastSampleTime = 0, nil, nil
+	if diff := cmp.Diff(want, got, compare.Quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
 	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonUpdateModeOff)
@@ -277,6 +289,12 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	if !vs.Status.Applied || vs.Status.LastAppliedTime == nil {
 		t.Errorf("status.applied %v lastAppliedTime %v, want true and set", vs.Status.Applied, vs.Status.LastAppliedTime)
 	}
+	// The write is an Event on the VerticalScaler that says what moved.
+	applied := waitEvents(t, vs, v1alpha1.ReasonRecommendationApplied, 1)
+	if note := applied[0].Note; !strings.Contains(note, "container app requests cpu 100m, recommended 588m") ||
+		!strings.Contains(note, "container app requests memory 100Mi, recommended 363Mi") {
+		t.Errorf("Event note %q, want the requests that moved", note)
+	}
 	if err := get(d); err != nil {
 		t.Fatal(err)
 	}
@@ -299,12 +317,12 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	}
 
 	// Usage stays the same: further cycles write nothing, to the Deployment or to status.
-	applied, reported := d.ResourceVersion, vs.ResourceVersion
+	appliedVersion, reported := d.ResourceVersion, vs.ResourceVersion
 	time.Sleep(2 * time.Second)
 	if err := get(d); err != nil {
 		t.Fatal(err)
 	}
-	if d.ResourceVersion != applied {
+	if d.ResourceVersion != appliedVersion {
 		t.Errorf("Deployment written again with nothing to change: %v", d.Spec.Template.Spec.Containers[0].Resources)
 	}
 	if err := get(vs); err != nil {
@@ -328,11 +346,17 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	if got := vs.Status.Recommendation.ContainerRecommendations[0].Target.Cpu(); got.Cmp(resource.MustParse("1")) < 0 {
 		t.Errorf("recommended cpu %s after usage went to 2 cores, want it above 1", got)
 	}
+	if c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionApplied); !strings.Contains(c.Message, "Container app requests cpu 588m, recommended") {
+		t.Errorf("Applied message %q, want the request that is off", c.Message)
+	}
 	if err := get(d); err != nil {
 		t.Fatal(err)
 	}
-	if d.ResourceVersion != applied {
+	if d.ResourceVersion != appliedVersion {
 		t.Errorf("Deployment written again within the minimum interval: %v", d.Spec.Template.Spec.Containers[0].Resources)
+	}
+	if n := len(waitEvents(t, vs, v1alpha1.ReasonRecommendationApplied, 1)); n != 1 {
+		t.Errorf("%d RecommendationApplied Events, want 1: nothing was written since", n)
 	}
 
 	// Deleting the VerticalScaler leaves the Deployment as it is.
@@ -349,7 +373,7 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	if err := get(d); err != nil {
 		t.Fatalf("Deployment after the VerticalScaler was deleted: %v", err)
 	}
-	if d.ResourceVersion != applied {
+	if d.ResourceVersion != appliedVersion {
 		t.Errorf("Deployment changed after the VerticalScaler was deleted")
 	}
 }
@@ -378,14 +402,24 @@ func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 
 	// envtest serves no metrics.k8s.io.
 	env.StartManager(t, "--controllers=verticalscaler", "--resync-interval=0", "--usage-source=metrics-api", "--usage-interval=200ms")
-	c := waitCondition(t, vs, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, v1alpha1.ReasonMetricsUnavailable)
-	if !strings.Contains(c.Message, "metrics.k8s.io") || !strings.Contains(c.Message, "the last recommendation is kept") {
+	c := waitCondition(t, vs, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, v1alpha1.ReasonMetricsAPIMissing)
+	if !strings.Contains(c.Message, "is metrics-server installed?") || !strings.Contains(c.Message, "the last recommendation is kept") {
 		t.Errorf("message = %q, want the cause and that the recommendation is kept", c.Message)
 	}
 	if diff := cmp.Diff(last, vs.Status.Recommendation, compare.Quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
-	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMetricsUnavailable)
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMetricsAPIMissing)
+	// The poller reads every 200ms and fails each time: the status, written once, stays, and
+	// the controller does not retry in a loop.
+	before, written := settledReconciles(t), vs.ResourceVersion
+	time.Sleep(2 * time.Second)
+	if got := reconcileTotal(t) - before; got != 0 {
+		t.Errorf("%v more reconciles while metrics stayed missing: a retry loop", got)
+	}
+	if err := get(vs); err != nil || vs.ResourceVersion != written {
+		t.Errorf("status written again while metrics stayed missing (%v)", err)
+	}
 }
 
 func TestPolicyForMissingContainerIsAConditionNotARetryLoop(t *testing.T) {
@@ -429,6 +463,18 @@ func TestCRDRejectsInvalidSpecs(t *testing.T) {
 		{name: "unknown resource in bounds", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
 			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "app", MaxAllowed: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}},
 			want: []string{"spec.containerPolicies[0].maxAllowed", "only cpu and memory are supported"}},
+		{name: "percentile above 100", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			RecommenderPolicy: &v1alpha1.RecommenderPolicy{TargetPercentile: new(int32(101))}},
+			want: []string{"spec.recommenderPolicy.targetPercentile", "less than or equal to 100"}},
+		{name: "lower bound above the default target", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			RecommenderPolicy: &v1alpha1.RecommenderPolicy{LowerBoundPercentile: new(int32(95))}},
+			want: []string{"spec.recommenderPolicy", "lowerBoundPercentile must not exceed targetPercentile (defaults 50 and 90)"}},
+		{name: "target above the upper bound", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			RecommenderPolicy: &v1alpha1.RecommenderPolicy{TargetPercentile: new(int32(99)), UpperBoundPercentile: new(int32(98))}},
+			want: []string{"spec.recommenderPolicy", "targetPercentile must not exceed upperBoundPercentile"}},
+		{name: "negative margin", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			RecommenderPolicy: &v1alpha1.RecommenderPolicy{SafetyMarginPercent: new(int32(-1))}},
+			want: []string{"spec.recommenderPolicy.safetyMarginPercent", "greater than or equal to 0"}},
 		{name: "unknown controlled resource", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
 			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "app", ControlledResources: []v1alpha1.ControlledResource{"gpu"}}}},
 			want: []string{"spec.containerPolicies[0].controlledResources[0]", `supported values: "cpu", "memory"`}},

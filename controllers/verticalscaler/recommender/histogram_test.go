@@ -7,7 +7,7 @@ import (
 )
 
 func TestHistogramBuckets(t *testing.T) {
-	o := CPUHistogramOptions
+	o := &CPUHistogramOptions
 	// log(1000*0.05/0.01+1)/log(1.05) = 174.6, so 175 bounded buckets and the open last one.
 	if got := o.NumBuckets(); got != 176 {
 		t.Errorf("NumBuckets = %d, want 176", got)
@@ -41,7 +41,7 @@ func TestHistogramBuckets(t *testing.T) {
 
 func TestHistogramPercentile(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	o := CPUHistogramOptions
+	o := &CPUHistogramOptions
 	// end returns the end of the bucket value falls in: the answer Percentile gives.
 	end := func(value float64) float64 { return o.BucketStart(o.FindBucket(value) + 1) }
 	for _, tc := range []struct {
@@ -73,7 +73,7 @@ func TestHistogramPercentile(t *testing.T) {
 func TestHistogramDecay(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	halfLife := time.Hour
-	o := CPUHistogramOptions
+	o := &CPUHistogramOptions
 
 	// At the same time, 1 core and 4 cores weigh the same: the median is the smaller.
 	same := NewHistogram(o, halfLife)
@@ -101,7 +101,7 @@ func TestHistogramDecay(t *testing.T) {
 
 func TestHistogramReferenceShiftKeepsWeightsFinite(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	h := NewHistogram(CPUHistogramOptions, time.Hour)
+	h := NewHistogram(&CPUHistogramOptions, time.Hour)
 	h.AddSample(1, 1, t0)
 	h.AddSample(2, 1, t0.Add(50*time.Hour))
 	// 150 half-lives after the first sample the exponent passes maxDecayExponent: the

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,44 +30,73 @@ const Source sources.Name = "metrics"
 // every 15 to 60 seconds, so reading more often would only read the same sample again.
 const DefaultUsageInterval = time.Minute
 
+// DefaultReadTimeout bounds each read of one Deployment's Pods and usage: a slow metrics-server
+// must not hold up the whole cycle, nor the next one.
+const DefaultReadTimeout = 10 * time.Second
+
 // UsageProducer is the verticalscaler's usage poller, the producer of Source. Every Interval it
-// reads the usage of the Pods of each Deployment some VerticalScaler names, adds it to that
-// Deployment's compact per-container history (ContainerHistory), and has news for a
-// VerticalScaler only when the recommendation moved by more than Threshold from what its status
-// holds, or when usage cannot be read and its status does not say so yet. It stores the news in
-// Reports and sends the VerticalScaler's key.
+// reads, for each Deployment some VerticalScaler names, its Pods (their OOM kills and memory
+// requests) and their usage, adds them to that Deployment's per-container histories
+// (ContainerHistory), and has news for a VerticalScaler only when the recommendation its policy
+// draws moved by more than Threshold from what its status holds (its bounds, at most hourly),
+// when an OOM kill came, or when usage cannot be read and its status does not say so yet. It stores the news in Reports and
+// sends the VerticalScaler's key.
 //
 // The producer compares with the status the controller wrote, not with what it sent, so news
 // whose event was dropped is sent again on the next cycle: level-triggered, like the periodic
-// source.
+// source. A failed read is reported once and retried on the next cycle, never sooner; a read
+// that times out or finds no metrics API stops the cycle's other reads, which would fail alike.
 type UsageProducer struct {
 	// Cache lists VerticalScalers and reads Deployments; the manager's cache.
 	Cache client.Reader
+	// Pods lists the Pods of a Deployment; an uncached reader, as Usage's.
+	Pods client.Reader
 	// Usage reads the Pods' usage.
 	Usage UsageReader
 	// Interval is the time between two reads.
 	Interval time.Duration
+	// ReadTimeout bounds the reads of one Deployment; DefaultReadTimeout when zero.
+	ReadTimeout time.Duration
 	// Threshold is the fraction by which a recommendation must move to be sent.
 	Threshold float64
 	// Reports receives the news; the controller reads it from there.
 	Reports *Reports
+	// Now is the clock histories expire by; time.Now when nil.
+	Now func() time.Time
 
 	// histories are per Deployment; only Run's goroutine touches them.
 	histories map[types.NamespacedName]*deploymentHistory
 }
 
-// deploymentHistory is the usage history of the containers of one Deployment's Pods.
+// deploymentHistory is the usage history of the recommended containers of one Deployment's
+// Pods, by container name.
 type deploymentHistory struct {
 	containers map[string]*ContainerHistory
-	// lastSample is, per Pod, the timestamp of the last sample taken, so that a measurement
-	// read twice counts once.
-	lastSample map[string]time.Time
+}
+
+// PodsUsageReader is a UsageReader that reads usage from the Pods themselves: the poller, which
+// lists the Pods anyway, hands them over instead of letting it list them again.
+type PodsUsageReader interface {
+	UsageReader
+	UsageOfPods(namespace string, pods []corev1.Pod) ([]PodUsage, error)
 }
 
 // Run reads usage every Interval until ctx ends.
 func (p *UsageProducer) Run(ctx context.Context, producer *sources.Producer) error {
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) { p.cycle(ctx, producer) }, p.Interval, sources.PeriodicJitter, true)
 	return nil
+}
+
+// observation is what one cycle read of one Deployment.
+type observation struct {
+	// histories are the histories of its recommended containers; nil when the Deployment does
+	// not exist.
+	histories map[string]*ContainerHistory
+	// containers is how many containers its Pods have that get a recommendation.
+	containers int
+	// err is why its usage could not be read, with reason the RecommendationProvided reason.
+	err    error
+	reason string
 }
 
 // cycle reads usage once for every targeted Deployment and sends what changed. A failed list of
@@ -85,10 +117,19 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 		key := types.NamespacedName{Namespace: vs.Namespace, Name: vs.Spec.DeploymentName}
 		byDeployment[key] = append(byDeployment[key], vs)
 	}
+	// stop is the failure that ends the cycle's reads: every other read would wait or fail
+	// alike.
+	var stop *observation
 	for key, scalers := range byDeployment {
-		estimates, readErr := p.observe(ctx, key)
+		obs := stop
+		if obs == nil {
+			obs = p.observe(ctx, key)
+			if obs.reason == v1alpha1.ReasonMetricsTimeout || obs.reason == v1alpha1.ReasonMetricsAPIMissing {
+				stop = &observation{err: obs.err, reason: obs.reason}
+			}
+		}
 		for _, vs := range scalers {
-			r := report(vs, estimates, readErr, p.Threshold)
+			r := report(vs, *obs, p.Threshold)
 			if r == nil {
 				continue
 			}
@@ -113,134 +154,297 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 	}
 }
 
-// observe reads the usage of one Deployment's Pods into its history and returns the estimate
-// per container of its Pod template. A Deployment that does not exist has nothing to say (the
-// controller reports it) and loses its history.
-func (p *UsageProducer) observe(ctx context.Context, key types.NamespacedName) (map[string]Estimate, error) {
+// observe reads the Pods of one Deployment and their usage into its history. A Deployment that
+// does not exist has nothing to say (the controller reports it) and loses its history; one whose
+// usage cannot be read keeps it.
+func (p *UsageProducer) observe(ctx context.Context, key types.NamespacedName) *observation {
 	var d appsv1.Deployment
 	if err := p.Cache.Get(ctx, key, &d); err != nil {
 		if apierrors.IsNotFound(err) {
 			delete(p.histories, key)
-			return nil, nil
+			return &observation{}
 		}
-		return nil, fmt.Errorf("reading Deployment %s: %w", key.Name, err)
+		return failed(fmt.Errorf("reading Deployment %s: %w", key.Name, err))
 	}
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("selector of Deployment %s: %w", key.Name, err)
+		return failed(fmt.Errorf("selector of Deployment %s: %w", key.Name, err))
 	}
-	pods, err := p.Usage.PodUsage(ctx, key.Namespace, selector)
+	pods, usage, err := p.read(ctx, key.Namespace, selector)
 	if err != nil {
-		return nil, err
+		return failed(err)
 	}
 	h := p.histories[key]
 	if h == nil {
-		h = &deploymentHistory{containers: map[string]*ContainerHistory{}, lastSample: map[string]time.Time{}}
+		h = &deploymentHistory{containers: map[string]*ContainerHistory{}}
 		p.histories[key] = h
 	}
-	containers := map[string]bool{}
-	for _, c := range d.Spec.Template.Spec.Containers {
-		containers[c.Name] = true
+	recommended := map[string]bool{}
+	for _, c := range RecommendedContainers(&d.Spec.Template.Spec) {
+		recommended[c.Name] = true
 	}
-	h.add(pods, containers)
-	estimates := map[string]Estimate{}
-	for name, history := range h.containers {
-		if e, ok := history.Estimate(len(containers)); ok {
-			estimates[name] = e
-		}
-	}
-	return estimates, nil
+	h.add(usage, pods, recommended, p.now())
+	return &observation{histories: h.containers, containers: len(recommended)}
 }
 
-// add adds the new samples of the given containers, and forgets the Pods and containers that
-// are gone.
-func (h *deploymentHistory) add(pods []PodUsage, containers map[string]bool) {
-	seen := map[string]bool{}
-	for _, pod := range pods {
-		seen[pod.Pod] = true
-		if !pod.Timestamp.After(h.lastSample[pod.Pod]) {
+func (p *UsageProducer) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// read lists the Pods that match selector and reads their usage, within ReadTimeout.
+func (p *UsageProducer) read(ctx context.Context, namespace string, selector labels.Selector) ([]corev1.Pod, []PodUsage, error) {
+	timeout := p.ReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultReadTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var pods corev1.PodList
+	if err := p.Pods.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, nil, fmt.Errorf("listing Pods: %w", err)
+	}
+	if r, ok := p.Usage.(PodsUsageReader); ok {
+		usage, err := r.UsageOfPods(namespace, pods.Items)
+		return pods.Items, usage, err
+	}
+	usage, err := p.Usage.PodUsage(ctx, namespace, selector)
+	return pods.Items, usage, err
+}
+
+// failed is the observation of a failed read, with the reason that names the failure.
+func failed(err error) *observation {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err):
+		return &observation{reason: v1alpha1.ReasonMetricsTimeout, err: fmt.Errorf("reading usage took too long: %w", err)}
+	case meta.IsNoMatchError(err):
+		return &observation{reason: v1alpha1.ReasonMetricsAPIMissing,
+			err: fmt.Errorf("the cluster does not serve metrics.k8s.io (is metrics-server installed?): %w", err)}
+	}
+	return &observation{reason: v1alpha1.ReasonMetricsUnavailable, err: err}
+}
+
+// add adds the new samples and OOM kills of the recommended containers, forgets the Pods that
+// are gone, and the containers no longer recommended or without a sample for the whole window.
+func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended map[string]bool, now time.Time) {
+	history := func(name string) *ContainerHistory {
+		c := h.containers[name]
+		if c == nil {
+			c = NewContainerHistory()
+			h.containers[name] = c
+		}
+		return c
+	}
+	for _, pod := range usage {
+		for name, u := range pod.Containers {
+			if recommended[name] {
+				history(name).AddSample(pod.Pod, u, pod.Timestamp)
+			}
+		}
+	}
+	// OOM kills come after the samples of the same read, as in the VPA's feeder.
+	listed := map[string]bool{}
+	for i := range pods {
+		pod := &pods[i]
+		listed[pod.Name] = true
+		for _, kill := range oomKills(pod) {
+			if recommended[kill.container] {
+				history(kill.container).RecordOOM(pod.Name, kill.finishedAt, kill.requestBytes)
+			}
+		}
+	}
+	for name, c := range h.containers {
+		if !recommended[name] || c.Expired(now) {
+			delete(h.containers, name)
 			continue
 		}
-		h.lastSample[pod.Pod] = pod.Timestamp
-		for name, usage := range pod.Containers {
-			if !containers[name] {
-				continue
+		c.RetainPods(func(pod string) bool { return listed[pod] })
+	}
+}
+
+// oomKill is one container termination for lack of memory.
+type oomKill struct {
+	container    string
+	finishedAt   time.Time
+	requestBytes float64
+}
+
+// oomKills returns the OOM kills a Pod's container statuses show, oldest first (a kill is
+// recorded only if newer than the last one of its container): the current state of a container
+// that has not restarted yet, and the last state of one that has. The request is the
+// one the container ran with, as the VPA takes it: from its status when the kubelet reports it
+// (in-place resize), else from the Pod's spec.
+func oomKills(pod *corev1.Pod) []oomKill {
+	specs := map[string]corev1.ResourceList{}
+	for _, c := range pod.Spec.InitContainers {
+		specs[c.Name] = c.Resources.Requests
+	}
+	for _, c := range pod.Spec.Containers {
+		specs[c.Name] = c.Resources.Requests
+	}
+	var out []oomKill
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, s := range statuses {
+			requests := specs[s.Name]
+			if s.Resources != nil && s.Resources.Requests != nil {
+				requests = s.Resources.Requests
 			}
-			if h.containers[name] == nil {
-				h.containers[name] = NewContainerHistory()
+			request := requests[corev1.ResourceMemory]
+			for _, t := range []*corev1.ContainerStateTerminated{s.LastTerminationState.Terminated, s.State.Terminated} {
+				if t != nil && t.Reason == "OOMKilled" && !t.FinishedAt.IsZero() {
+					out = append(out, oomKill{container: s.Name, finishedAt: t.FinishedAt.Time, requestBytes: request.AsApproximateFloat64()})
+				}
 			}
-			h.containers[name].AddSample(usage, pod.Timestamp)
 		}
 	}
-	for pod := range h.lastSample {
-		if !seen[pod] {
-			delete(h.lastSample, pod)
+	slices.SortStableFunc(out, func(a, b oomKill) int { return a.finishedAt.Compare(b.finishedAt) })
+	return out
+}
+
+// RecommendedContainers returns the containers of a Pod template that get a recommendation: its
+// containers, then its native sidecars (init containers with restartPolicy Always), which run
+// as long as the Pod like the containers do. The VPA recommender v1.8.1 skips every init
+// container; native sidecar support is its AEP 8905. Plain init containers get none: they run
+// to completion before the others start, so their requests decide the Pod's only when they
+// exceed the containers' sum, and their usage is too short-lived to sample.
+func RecommendedContainers(spec *corev1.PodSpec) []corev1.Container {
+	out := make([]corev1.Container, 0, len(spec.Containers))
+	out = append(out, spec.Containers...)
+	for _, c := range spec.InitContainers {
+		if IsNativeSidecar(c) {
+			out = append(out, c)
 		}
 	}
-	for name := range h.containers {
-		if !containers[name] {
-			delete(h.containers, name)
-		}
-	}
+	return out
+}
+
+// IsNativeSidecar says whether an init container is a native sidecar: restartPolicy Always.
+func IsNativeSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 // recommendedMessage is the message of RecommendationProvided=True; it does not change from one
 // report to the next, so that a report changes the status only through the recommendation.
 const recommendedMessage = "Recommended from the usage of the Deployment's Pods"
 
-// report returns the news for vs, or nil when its status already says it: the estimates moved
-// by no more than threshold from status.recommendation's uncapped targets, or usage cannot be
-// read and the status already says MetricsUnavailable. With no estimate yet (no samples) there
-// is nothing to say.
-func report(vs *v1alpha1.VerticalScaler, estimates map[string]Estimate, readErr error, threshold float64) *Report {
+// MetricsFailure says whether reason is one of the reasons of RecommendationProvided=False that
+// mean usage could not be read: then the last recommendation is kept.
+func MetricsFailure(reason string) bool {
+	switch reason {
+	case v1alpha1.ReasonMetricsUnavailable, v1alpha1.ReasonMetricsAPIMissing, v1alpha1.ReasonMetricsTimeout:
+		return true
+	}
+	return false
+}
+
+// report returns the news for vs, or nil when its status already says it: the estimates its
+// policy draws moved by no more than threshold from status.recommendation, with no new OOM kill,
+// or usage cannot be read and the status already gives that reason. With no estimate yet (no
+// samples) there is nothing to say.
+func report(vs *v1alpha1.VerticalScaler, obs observation, threshold float64) *Report {
 	provided := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided)
-	if readErr != nil {
-		if provided != nil && provided.Reason == v1alpha1.ReasonMetricsUnavailable {
+	if obs.err != nil {
+		if provided != nil && provided.Status == metav1.ConditionFalse && provided.Reason == obs.reason {
 			return nil
 		}
 		return &Report{DeploymentName: vs.Spec.DeploymentName, Provided: metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided,
-			Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonMetricsUnavailable, Message: readErr.Error()}}
+			Status: metav1.ConditionFalse, Reason: obs.reason, Message: obs.err.Error()}}
+	}
+	policy := PolicyFor(vs.Spec.RecommenderPolicy)
+	estimates := map[string]Estimate{}
+	for name, h := range obs.histories {
+		if e, ok := h.Estimate(policy, obs.containers); ok {
+			estimates[name] = e
+		}
 	}
 	if len(estimates) == 0 {
 		return nil
 	}
-	if provided != nil && provided.Reason == v1alpha1.ReasonRecommended && !moved(vs.Status.Recommendation, vs.Spec.DeploymentName, estimates, threshold) {
+	rec := recommendation(vs.Spec.DeploymentName, policy, estimates)
+	if provided != nil && provided.Reason == v1alpha1.ReasonRecommended && !moved(vs, rec, threshold) {
 		return nil
-	}
-	names := make([]string, 0, len(estimates))
-	for name := range estimates {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	rec := &v1alpha1.Recommendation{DeploymentName: vs.Spec.DeploymentName}
-	for _, name := range names {
-		e := estimates[name]
-		rec.ContainerRecommendations = append(rec.ContainerRecommendations, v1alpha1.ContainerRecommendation{
-			ContainerName: name, Target: e.Target, LowerBound: e.LowerBound, UpperBound: e.UpperBound,
-			UncappedTarget: e.Target,
-		})
 	}
 	return &Report{DeploymentName: vs.Spec.DeploymentName, Recommendation: rec, Provided: metav1.Condition{
 		Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRecommended,
 		Message: recommendedMessage}}
 }
 
-// moved says whether any container's estimate moved by more than threshold from the uncapped
-// target in status, or has no recommendation there yet (none at all, or one for another
-// Deployment than deploymentName).
-func moved(status *v1alpha1.Recommendation, deploymentName string, estimates map[string]Estimate, threshold float64) bool {
-	if status == nil || status.DeploymentName != deploymentName {
+// recommendation is the uncapped recommendation of the estimates, by container name, with what
+// they rest on. Times are whole seconds, as the API server keeps them, so that status compares
+// equal once written.
+func recommendation(deploymentName string, policy Policy, estimates map[string]Estimate) *v1alpha1.Recommendation {
+	names := make([]string, 0, len(estimates))
+	for name := range estimates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	rec := &v1alpha1.Recommendation{DeploymentName: deploymentName, Policy: policy.Status()}
+	for _, name := range names {
+		e := estimates[name]
+		rec.ContainerRecommendations = append(rec.ContainerRecommendations, v1alpha1.ContainerRecommendation{
+			ContainerName: name, Target: e.Target, LowerBound: e.LowerBound, UpperBound: e.UpperBound,
+			UncappedTarget: e.Target, Samples: int64(e.Samples), FirstSampleTime: apiTime(e.FirstSample),
+			LastSampleTime: apiTime(e.LastSample), LastOOMKillTime: apiTime(e.LastOOMKill),
+		})
+	}
+	return rec
+}
+
+// apiTime is t in whole seconds; nil for the zero time.
+func apiTime(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	at := metav1.NewTime(t).Rfc3339Copy()
+	return &at
+}
+
+// BoundsRefreshInterval is the least history, counted in the time between the last samples
+// behind the status and behind the new estimate, for a move of the bounds alone to be news. The
+// bounds widen or narrow with the history's length (by 1 + 1/days for the upper one): a new
+// history's upper bound moves by more than the tolerance on nearly every read of its first hour,
+// and reporting each move would write status every minute for nothing anyone acts on.
+const BoundsRefreshInterval = time.Hour
+
+// moved says whether rec is news for vs's status: the status has no recommendation for this
+// Deployment, or one drawn with another policy; or a container has none there yet, or its target
+// moved by more than threshold, or it had an OOM kill the status does not show; or, an hour of
+// history (BoundsRefreshInterval) after the status's, its bounds moved by more than threshold,
+// compared as the controller bounds them, by the container's policy.
+func moved(vs *v1alpha1.VerticalScaler, rec *v1alpha1.Recommendation, threshold float64) bool {
+	status := vs.Status.Recommendation
+	if status == nil || status.DeploymentName != rec.DeploymentName || !equalPolicy(status.Policy, rec.Policy) {
 		return true
 	}
 	last := map[string]v1alpha1.ContainerRecommendation{}
 	for _, c := range status.ContainerRecommendations {
 		last[c.ContainerName] = c
 	}
-	for name, e := range estimates {
-		c, ok := last[name]
-		if !ok || Moved(c.UncappedTarget, e.Target, threshold) {
+	for _, next := range rec.ContainerRecommendations {
+		c, ok := last[next.ContainerName]
+		if !ok || Moved(c.UncappedTarget, next.Target, threshold) {
+			return true
+		}
+		if next.LastOOMKillTime != nil && (c.LastOOMKillTime == nil || !c.LastOOMKillTime.Equal(next.LastOOMKillTime)) {
+			return true
+		}
+		bounds := ContainerPolicyFor(&vs.Spec, next.ContainerName)
+		if (c.LastSampleTime == nil || next.LastSampleTime == nil || next.LastSampleTime.Sub(c.LastSampleTime.Time) >= BoundsRefreshInterval) &&
+			(Moved(c.LowerBound, Clamp(next.LowerBound, bounds.MinAllowed, bounds.MaxAllowed), threshold) ||
+				Moved(c.UpperBound, Clamp(next.UpperBound, bounds.MinAllowed, bounds.MaxAllowed), threshold)) {
 			return true
 		}
 	}
 	return false
+}
+
+func equalPolicy(a, b *v1alpha1.RecommenderPolicy) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	eq := func(x, y *int32) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
+	return eq(a.TargetPercentile, b.TargetPercentile) && eq(a.LowerBoundPercentile, b.LowerBoundPercentile) &&
+		eq(a.UpperBoundPercentile, b.UpperBoundPercentile) && eq(a.SafetyMarginPercent, b.SafetyMarginPercent)
 }

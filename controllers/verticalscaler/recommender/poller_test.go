@@ -3,6 +3,7 @@ package recommender
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -148,13 +149,21 @@ func TestNewUsageReaderRejectsUnknownSource(t *testing.T) {
 	}
 }
 
-// fakeUsage returns canned usage, or an error.
+// fakeUsage returns canned usage, or an error; with slow, it waits for the read's deadline
+// first. It counts its reads.
 type fakeUsage struct {
-	pods []PodUsage
-	err  error
+	pods  []PodUsage
+	err   error
+	slow  bool
+	reads int
 }
 
-func (f *fakeUsage) PodUsage(context.Context, string, labels.Selector) ([]PodUsage, error) {
+func (f *fakeUsage) PodUsage(ctx context.Context, _ string, _ labels.Selector) ([]PodUsage, error) {
+	f.reads++
+	if f.slow {
+		<-ctx.Done()
+		return nil, fmt.Errorf("listing PodMetrics from metrics.k8s.io: %w", ctx.Err())
+	}
 	return f.pods, f.err
 }
 
@@ -219,7 +228,7 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	ch := registry.Subscribe(Source, "verticalscaler")
 	usage := &fakeUsage{}
 	reports := &Reports{}
-	p := &UsageProducer{Cache: c, Usage: usage, Threshold: Tolerance, Reports: reports}
+	p := &UsageProducer{Cache: c, Pods: c, Usage: usage, Threshold: Tolerance, Reports: reports, Now: func() time.Time { return t0 }}
 	producer := registry.Producer(Source)
 	cycle := func(pods ...PodUsage) map[string]*Report {
 		usage.pods = pods
@@ -239,10 +248,12 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	if len(got) != 1 || got["web"] == nil {
 		t.Fatalf("first samples: sent %v, want one report to web (lonely's Deployment does not exist)", got)
 	}
-	// 300Mi falls in memory bucket 19, whose end plus 15% is 362.6Mi.
-	want := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
-		ContainerName: "app", Target: list("588m", "363Mi"), LowerBound: list("588m", "363Mi"),
-		UpperBound: list("588m", "363Mi"), UncappedTarget: list("588m", "363Mi")}}}
+	// 300Mi falls in memory bucket 19, whose end plus 15% is 362.6Mi. One sample is no
+	// history: the lower bound is the Pod minimum, the upper bound the histograms' range.
+	want := &v1alpha1.Recommendation{DeploymentName: "web", Policy: DefaultPolicy.Status(), ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+		ContainerName: "app", Target: list("588m", "363Mi"), LowerBound: list("25m", "250Mi"),
+		UpperBound: list("1000", "953675Mi"), UncappedTarget: list("588m", "363Mi"),
+		Samples: 1, FirstSampleTime: &metav1.Time{Time: t0}, LastSampleTime: &metav1.Time{Time: t0}}}}
 	if diff := cmp.Diff(want, got["web"].Recommendation, compare.Quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
@@ -310,7 +321,7 @@ func TestUsageProducerFullBufferDoesNotBlock(t *testing.T) {
 		WithObjects(deployment("web", "app"), scaler("a", "web"), scaler("b", "web")).Build()
 	registry := newTestRegistry(t, 1)
 	registry.Subscribe(Source, "verticalscaler")
-	p := &UsageProducer{Cache: c, Threshold: Tolerance, Reports: &Reports{}, Usage: &fakeUsage{pods: []PodUsage{{
+	p := &UsageProducer{Cache: c, Pods: c, Threshold: Tolerance, Reports: &Reports{}, Usage: &fakeUsage{pods: []PodUsage{{
 		Pod: "web-1", Timestamp: time.Now(), Containers: map[string]corev1.ResourceList{"app": list("1", "1Gi")}}}}}
 	done := make(chan struct{})
 	go func() { p.cycle(context.Background(), registry.Producer(Source)); close(done) }()
@@ -321,15 +332,51 @@ func TestUsageProducerFullBufferDoesNotBlock(t *testing.T) {
 	}
 }
 
-func TestMovedFromARecommendationForAnotherDeployment(t *testing.T) {
-	estimates := map[string]Estimate{"app": {Target: list("100m", "")}}
-	status := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{
-		{ContainerName: "app", UncappedTarget: list("100m", "")}}}
-	if moved(status, "web", estimates, Tolerance) {
-		t.Error("same Deployment, same target: moved")
+func TestMovedComparesWithStatus(t *testing.T) {
+	rec := func(deployment string, policy Policy, c v1alpha1.ContainerRecommendation) *v1alpha1.Recommendation {
+		c.ContainerName = "app"
+		return &v1alpha1.Recommendation{DeploymentName: deployment, Policy: policy.Status(), ContainerRecommendations: []v1alpha1.ContainerRecommendation{c}}
 	}
-	if !moved(status, "api", estimates, Tolerance) {
-		t.Error("the status holds web's recommendation and the VerticalScaler now names api: not moved")
+	at := func(s string) *metav1.Time {
+		t, _ := time.Parse(time.RFC3339, s)
+		return &metav1.Time{Time: t}
+	}
+	status := v1alpha1.ContainerRecommendation{Target: list("400m", ""), UncappedTarget: list("100m", ""),
+		LowerBound: list("400m", ""), UpperBound: list("500m", ""), LastSampleTime: at("2026-01-01T00:00:00Z")}
+	// Bounds moves count an hour of history after the status's.
+	later := func(c v1alpha1.ContainerRecommendation, after time.Duration) v1alpha1.ContainerRecommendation {
+		c.LastSampleTime = &metav1.Time{Time: status.LastSampleTime.Add(after)}
+		return c
+	}
+	same := v1alpha1.ContainerRecommendation{Target: list("105m", ""), LowerBound: list("50m", ""), UpperBound: list("500m", "")}
+	strict := DefaultPolicy
+	strict.TargetPercentile = 0.99
+	for _, tc := range []struct {
+		name string
+		next *v1alpha1.Recommendation
+		want bool
+	}{
+		{name: "same target, bounds the same once clamped", next: rec("web", DefaultPolicy, same), want: false},
+		{name: "the status holds web's recommendation and the VerticalScaler now names api", next: rec("api", DefaultPolicy, same), want: true},
+		{name: "another policy", next: rec("web", strict, same), want: true},
+		{name: "target moved", next: rec("web", DefaultPolicy, v1alpha1.ContainerRecommendation{Target: list("120m", ""),
+			LowerBound: list("50m", ""), UpperBound: list("500m", "")}), want: true},
+		{name: "lower bound moved above the minimum, an hour later", next: rec("web", DefaultPolicy, later(v1alpha1.ContainerRecommendation{Target: list("100m", ""),
+			LowerBound: list("450m", ""), UpperBound: list("500m", "")}, time.Hour)), want: true},
+		{name: "upper bound moved, a minute later", next: rec("web", DefaultPolicy, later(v1alpha1.ContainerRecommendation{Target: list("100m", ""),
+			LowerBound: list("50m", ""), UpperBound: list("5", "")}, time.Minute)), want: false},
+		{name: "new OOM kill", next: rec("web", DefaultPolicy, v1alpha1.ContainerRecommendation{Target: list("100m", ""),
+			LowerBound: list("50m", ""), UpperBound: list("500m", ""), LastOOMKillTime: at("2026-01-01T00:00:00Z")}), want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vs := scaler("web", "web")
+			// Bounds are raised to 400m in status.
+			vs.Spec.ContainerPolicies = []v1alpha1.ContainerPolicy{{ContainerName: "*", MinAllowed: list("400m", "")}}
+			vs.Status.Recommendation = rec("web", DefaultPolicy, status)
+			if got := moved(vs, tc.next, Tolerance); got != tc.want {
+				t.Errorf("moved = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -148,17 +148,22 @@ type PodAnnotationReader struct {
 	Now    func() time.Time
 }
 
-// PodUsage lists the Pods that match selector and reads their usage annotations. Pods without
-// any are skipped; a malformed one is an error that names the Pod and the annotation.
+// PodUsage lists the Pods that match selector and reads their usage annotations.
 func (r PodAnnotationReader) PodUsage(ctx context.Context, namespace string, selector labels.Selector) ([]PodUsage, error) {
 	var pods corev1.PodList
 	if err := r.Reader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, fmt.Errorf("listing Pods: %w", err)
 	}
+	return r.UsageOfPods(namespace, pods.Items)
+}
+
+// UsageOfPods reads the usage annotations of pods, listed by the caller. Pods without any are
+// skipped; a malformed one is an error that names the Pod and the annotation.
+func (r PodAnnotationReader) UsageOfPods(namespace string, pods []corev1.Pod) ([]PodUsage, error) {
 	now := r.Now()
 	var out []PodUsage
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for i := range pods {
+		pod := &pods[i]
 		usage := PodUsage{Pod: pod.Name, Timestamp: now, Containers: map[string]corev1.ResourceList{}}
 		for key, value := range pod.Annotations {
 			container, ok := strings.CutPrefix(key, UsageAnnotationPrefix)

@@ -1,0 +1,163 @@
+package recommender
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// benchSetting reads a positive integer from the environment, else def (or smoke under
+// SWITCHBOARD_BENCH_SMOKE). The recommender cannot use testenv.BenchSetting: testenv imports the
+// controller table, which imports this package.
+func benchSetting(name string, def, smoke int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	if os.Getenv("SWITCHBOARD_BENCH_SMOKE") != "" {
+		return smoke
+	}
+	return def
+}
+
+// usageWave is the usage of a Pod's container at minute i: a daily wave between 100m and 1 core
+// and between 200Mi and 600Mi, with 10% noise, so that the histograms span as many buckets as a
+// busy service's would.
+func usageWave(rng *rand.Rand, i int) (milliCPU, memoryBytes int64) {
+	wave := (1 + math.Sin(2*math.Pi*float64(i)/(24*60))) / 2
+	noise := func() float64 { return 1 + 0.1*(2*rng.Float64()-1) }
+	return int64((100 + 900*wave) * noise()), int64((200 + 400*wave) * noise() * (1 << 20))
+}
+
+// reader makes the reads of Deployments' Pods, as the poller gets them: usage per Pod and
+// container. It reuses one read's memory, so that the benchmarks measure the recommender, not
+// the making of its input.
+type reader struct {
+	rng   *rand.Rand
+	usage []PodUsage
+}
+
+func newReader(seed uint64, pods int, containers []string) *reader {
+	r := &reader{rng: rand.New(rand.NewPCG(seed, seed+1)), usage: make([]PodUsage, pods)}
+	for i := range r.usage {
+		r.usage[i].Containers = map[string]corev1.ResourceList{}
+		for _, c := range containers {
+			r.usage[i].Containers[c] = corev1.ResourceList{}
+		}
+	}
+	return r
+}
+
+// read returns the read of pods at minute i.
+func (r *reader) read(pods []corev1.Pod, at time.Time, i int) []PodUsage {
+	for j := range r.usage {
+		u := &r.usage[j]
+		u.Pod, u.Timestamp = pods[j].Name, at
+		for _, l := range u.Containers {
+			cpu, memory := usageWave(r.rng, i)
+			l[corev1.ResourceCPU] = *resource.NewMilliQuantity(cpu, resource.DecimalSI)
+			l[corev1.ResourceMemory] = *resource.NewQuantity(memory, resource.BinarySI)
+		}
+	}
+	return r.usage
+}
+
+func benchPods(deployment string, n int) []corev1.Pod {
+	pods := make([]corev1.Pod, n)
+	for i := range pods {
+		pods[i] = corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", deployment, i)}}
+	}
+	return pods
+}
+
+// BenchmarkRecommenderSample measures the recommender's CPU per usage sample: one read of a
+// Deployment with 2 Pods of 2 containers (4 samples, each CPU and memory) added to its history
+// as the poller adds it, the Pods' statuses checked for OOM kills included; then one Estimate per
+// container, as the poller draws for each VerticalScaler. Reported per sample.
+//
+//	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench RecommenderSample
+func BenchmarkRecommenderSample(b *testing.B) {
+	containers := []string{"app", "proxy"}
+	recommended := map[string]bool{"app": true, "proxy": true}
+	pods := benchPods("web", 2)
+	r := newReader(1, len(pods), containers)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// A day of history first, so that the histograms have their working size.
+	h := &deploymentHistory{containers: map[string]*ContainerHistory{}}
+	for i := range 24 * 60 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		h.add(r.read(pods, at, i), pods, recommended, at)
+	}
+	samples := len(pods) * len(containers)
+	i := 24 * 60
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		at := t0.Add(time.Duration(i) * time.Minute)
+		read := r.read(pods, at, i)
+		b.StartTimer()
+		h.add(read, pods, recommended, at)
+		i++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*samples), "ns/sample")
+
+	var estimate time.Duration
+	const estimates = 1000
+	start := time.Now()
+	for range estimates {
+		for _, c := range h.containers {
+			c.Estimate(DefaultPolicy, 2)
+		}
+	}
+	estimate = time.Since(start)
+	b.ReportMetric(float64(estimate.Nanoseconds())/float64(estimates*len(h.containers)), "ns/estimate")
+}
+
+// BenchmarkRecommenderMemory measures the memory the poller keeps per tracked container: the
+// histories of SWITCHBOARD_BENCH_SCALERS Deployments (10,000; 100 under SWITCHBOARD_BENCH_SMOKE),
+// one VerticalScaler each, of 2 containers and 2 Pods, after SWITCHBOARD_BENCH_HOURS (24) of
+// one read a minute, measured as live heap after a GC, divided by the containers. It includes
+// the histograms, the per-Pod state and the maps that hold them.
+//
+//	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench RecommenderMemory -benchtime 1x
+func BenchmarkRecommenderMemory(b *testing.B) {
+	scalers := benchSetting("SWITCHBOARD_BENCH_SCALERS", 10000, 100)
+	hours := benchSetting("SWITCHBOARD_BENCH_HOURS", 24, 2)
+	containers := []string{"app", "proxy"}
+	recommended := map[string]bool{"app": true, "proxy": true}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for b.Loop() {
+		r := newReader(3, 2, containers)
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		p := &UsageProducer{histories: map[types.NamespacedName]*deploymentHistory{}}
+		for d := range scalers {
+			key := types.NamespacedName{Namespace: "bench", Name: fmt.Sprintf("web-%d", d)}
+			h := &deploymentHistory{containers: map[string]*ContainerHistory{}}
+			p.histories[key] = h
+			pods := benchPods(key.Name, 2)
+			for i := range hours * 60 {
+				at := t0.Add(time.Duration(i) * time.Minute)
+				h.add(r.read(pods, at, i+d), pods, recommended, at)
+			}
+		}
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		tracked := float64(scalers * len(containers))
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/tracked/1024, "KiB/container")
+		b.ReportMetric(tracked, "containers")
+		runtime.KeepAlive(p)
+	}
+}

@@ -1,0 +1,190 @@
+package recommender
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The constants of the usage history: the VPA recommender's defaults
+// (k8s.io/autoscaler vertical-pod-autoscaler/pkg/recommender/model/aggregations_config.go).
+const (
+	// UsageHalfLife is how long it takes a usage sample to weigh half as much: a day, so that
+	// yesterday's peak still counts and last month's barely does.
+	UsageHalfLife = 24 * time.Hour
+	// MemoryAggregationInterval is the interval of which each Pod's container contributes one
+	// memory sample, its peak: memory is sized for the peaks, and a day of samples at the same
+	// level says no more than one.
+	MemoryAggregationInterval = 24 * time.Hour
+	// MemoryAggregationIntervals is how many intervals the history covers: a container without
+	// a sample for that long is forgotten (the VPA garbage-collects its state then).
+	MemoryAggregationIntervals = 8
+	// OOMBumpUpRatio and OOMMinBumpUpBytes say how much more memory than it had a container
+	// killed for lack of memory needs: at least 20% more, and at least 100 MiB more.
+	OOMBumpUpRatio    = 1.2
+	OOMMinBumpUpBytes = 100 << 20
+)
+
+// ContainerHistory is the usage history of the containers of one name across a Deployment's
+// Pods: the VPA's AggregateContainerState, with the per-Pod state of its ContainerState. It
+// keeps a decaying histogram of CPU samples and one of memory peaks, one peak per Pod and
+// MemoryAggregationInterval, raised by OOM kills. It is not safe for concurrent use.
+//
+// It follows the VPA recommender (v1.8.1) in every rule that decides a recommendation: every CPU
+// sample weighs the same (the VPA stopped weighting them by the container's request in v1.4.0:
+// the request it passed had long been zero, kubernetes/autoscaler#7818), memory samples count through
+// per-interval peaks, an OOM kill adds a peak of max(used + 100 MiB, used × 1.2) where used is
+// the larger of the container's memory request and its peak in the current interval, and the
+// bounds widen when the history is short.
+type ContainerHistory struct {
+	// CPU holds CPU samples in cores.
+	CPU Histogram
+	// Memory holds memory peaks in bytes.
+	Memory Histogram
+	// FirstSample and LastSample are the times of the first and the last CPU sample, and
+	// Samples how many CPU samples were added: the VPA measures the history by its CPU samples.
+	FirstSample, LastSample time.Time
+	Samples                 int
+	// LastOOMKill is when the last OOM kill recorded happened; zero if none.
+	LastOOMKill time.Time
+
+	// pods holds the state of each Pod's container: which of its samples were taken, and its
+	// memory peak in the current interval.
+	pods map[string]*podContainer
+}
+
+// podContainer is the state of one Pod's container, the VPA's ContainerState.
+type podContainer struct {
+	lastCPU    time.Time
+	lastMemory time.Time
+	// windowEnd ends the current memory aggregation interval (not inclusive).
+	windowEnd time.Time
+	// memoryPeak is the highest memory sample of the interval, oomPeak the one an OOM kill
+	// gave; the interval's peak in the histogram is the larger.
+	memoryPeak, oomPeak float64
+	// lastOOM is the finish time of the last OOM kill recorded, so that one kill, seen on every
+	// read until the container terminates again, counts once.
+	lastOOM time.Time
+}
+
+// NewContainerHistory returns an empty history.
+func NewContainerHistory() *ContainerHistory {
+	return &ContainerHistory{
+		CPU:    newHistogram(&CPUHistogramOptions, UsageHalfLife),
+		Memory: newHistogram(&MemoryHistogramOptions, UsageHalfLife),
+		pods:   map[string]*podContainer{},
+	}
+}
+
+func (c *ContainerHistory) pod(name string) *podContainer {
+	p := c.pods[name]
+	if p == nil {
+		p = &podContainer{}
+		c.pods[name] = p
+	}
+	return p
+}
+
+// AddSample adds one observation of the usage of pod's container at t. A resource missing from
+// usage is not sampled; a sample not newer than the last one of the Pod (the same measurement
+// read twice, or an older one) is dropped.
+func (c *ContainerHistory) AddSample(pod string, usage corev1.ResourceList, t time.Time) {
+	p := c.pod(pod)
+	if q, ok := usage[corev1.ResourceCPU]; ok {
+		c.addCPU(p, q.AsApproximateFloat64(), t)
+	}
+	if q, ok := usage[corev1.ResourceMemory]; ok {
+		c.addMemory(p, q.AsApproximateFloat64(), t, false)
+	}
+}
+
+// addCPU is the VPA's ContainerState.addCPUSample and AggregateContainerState.addCPUSample.
+func (c *ContainerHistory) addCPU(p *podContainer, cores float64, t time.Time) {
+	if cores < 0 || !t.After(p.lastCPU) {
+		return
+	}
+	c.CPU.AddSample(cores, sampleWeight, t)
+	p.lastCPU = t
+	if t.After(c.LastSample) {
+		c.LastSample = t
+	}
+	if c.FirstSample.IsZero() || t.Before(c.FirstSample) {
+		c.FirstSample = t
+	}
+	c.Samples++
+}
+
+// addMemory is the VPA's ContainerState.addMemorySample: one peak per Pod and interval, stamped
+// with the interval's end. A higher sample within the interval replaces the peak.
+func (c *ContainerHistory) addMemory(p *podContainer, bytes float64, t time.Time, oom bool) bool {
+	if bytes < 0 || (!oom && t.Before(p.lastMemory)) {
+		return false
+	}
+	p.lastMemory = t
+	if p.windowEnd.IsZero() {
+		p.windowEnd = t
+	}
+	addPeak := false
+	if t.Before(p.windowEnd) {
+		if old := max(p.memoryPeak, p.oomPeak); old != 0 && bytes > old {
+			c.Memory.SubtractSample(old, sampleWeight, p.windowEnd)
+			addPeak = true
+		}
+	} else {
+		// The sample opens a new interval: the one that holds t.
+		shift := t.Sub(p.windowEnd).Truncate(MemoryAggregationInterval) + MemoryAggregationInterval
+		p.windowEnd = p.windowEnd.Add(shift)
+		p.memoryPeak, p.oomPeak = 0, 0
+		addPeak = true
+	}
+	if addPeak {
+		c.Memory.AddSample(bytes, sampleWeight, p.windowEnd)
+		if oom {
+			p.oomPeak = bytes
+		} else {
+			p.memoryPeak = bytes
+		}
+	}
+	return true
+}
+
+// RecordOOM records that pod's container was killed for lack of memory at finishedAt (its
+// lastState.terminated.finishedAt) while it requested requestBytes of memory, and says whether
+// it was new: a kill already recorded, or older than an interval before the Pod's last memory
+// sample, is not. A new one adds a memory peak the VPA's way, and shows in the next Estimate.
+func (c *ContainerHistory) RecordOOM(pod string, finishedAt time.Time, requestBytes float64) bool {
+	p := c.pod(pod)
+	if !finishedAt.After(p.lastOOM) {
+		return false
+	}
+	if !p.lastMemory.IsZero() && finishedAt.Before(p.lastMemory.Add(-MemoryAggregationInterval)) {
+		return false
+	}
+	// The VPA leaves out oomPeak here, so that OOM kills in a row do not compound.
+	used := max(requestBytes, p.memoryPeak)
+	needed := max(used+OOMMinBumpUpBytes, used*OOMBumpUpRatio)
+	if !c.addMemory(p, needed, finishedAt, true) {
+		return false
+	}
+	p.lastOOM = finishedAt
+	if finishedAt.After(c.LastOOMKill) {
+		c.LastOOMKill = finishedAt
+	}
+	return true
+}
+
+// RetainPods forgets the state of the Pods for which keep is false: they are gone. Their samples
+// stay in the histograms.
+func (c *ContainerHistory) RetainPods(keep func(pod string) bool) {
+	for name := range c.pods {
+		if !keep(name) {
+			delete(c.pods, name)
+		}
+	}
+}
+
+// Expired says whether the history had no CPU sample for MemoryAggregationIntervals intervals
+// before now, when the VPA forgets a container.
+func (c *ContainerHistory) Expired(now time.Time) bool {
+	return !c.LastSample.IsZero() && now.Sub(c.LastSample) >= MemoryAggregationIntervals*MemoryAggregationInterval
+}

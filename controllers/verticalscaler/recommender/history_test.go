@@ -1,0 +1,190 @@
+package recommender
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+const mib = 1 << 20
+
+// peaks returns the memory histogram's buckets and weights relative to one fresh sample, as
+// "bucket:weight" pairs: what the memory history holds.
+func peaks(h *ContainerHistory) map[int]float64 {
+	out := map[int]float64{}
+	for _, b := range h.Memory.buckets {
+		out[int(b.bucket)] += b.weight
+	}
+	return out
+}
+
+func TestMemoryCountsOnePeakPerPodAndInterval(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	bucket := func(bytes float64) int { return MemoryHistogramOptions.FindBucket(bytes) }
+	h := NewContainerHistory()
+	// A day of samples from one Pod, rising to 400Mi and falling back: one peak, 400Mi.
+	for i, m := range []float64{100, 300, 400, 200} {
+		h.AddSample("web-1", memoryUsage(m*mib), t0.Add(time.Duration(i)*time.Hour))
+	}
+	got := peaks(h)
+	if len(got) != 1 || got[bucket(400*mib)] == 0 {
+		t.Fatalf("one Pod, one day: peaks %v, want one, in the bucket of 400Mi (%d)", got, bucket(400*mib))
+	}
+	// A second Pod in the same day adds its own peak.
+	h.AddSample("web-2", memoryUsage(150*mib), t0.Add(time.Hour))
+	if got := peaks(h); len(got) != 2 || got[bucket(150*mib)] == 0 {
+		t.Errorf("two Pods: peaks %v, want a second one at 150Mi", got)
+	}
+	// The next day, web-1 starts a new interval with a new peak.
+	h.AddSample("web-1", memoryUsage(50*mib), t0.Add(25*time.Hour))
+	if got := peaks(h); len(got) != 3 || got[bucket(50*mib)] == 0 {
+		t.Errorf("next day: peaks %v, want a third one at 50Mi", got)
+	}
+	// An older sample of web-1 than its last is dropped.
+	h.AddSample("web-1", memoryUsage(900*mib), t0.Add(2*time.Hour))
+	if got := peaks(h); got[bucket(900*mib)] != 0 {
+		t.Errorf("an out-of-order sample became a peak: %v", got)
+	}
+	if h.Samples != 0 {
+		t.Errorf("Samples = %d: memory samples counted, the VPA counts CPU samples only", h.Samples)
+	}
+}
+
+// memoryUsage is a sample of bytes of memory.
+func memoryUsage(bytes float64) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(int64(bytes), resource.BinarySI)}
+}
+
+func TestRecordOOM(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	memory := func(h *ContainerHistory) string {
+		e, _ := h.Estimate(DefaultPolicy, 1)
+		return e.Target.Memory().String()
+	}
+	for _, tc := range []struct {
+		name    string
+		request float64
+		want    string
+	}{
+		// used = max(request 512Mi, peak 400Mi); max(used + 100Mi, used × 1.2) = 614.4Mi, in
+		// the bucket ending at 633.6Mi; +15% = 728.7Mi. It replaces the interval's peak.
+		{name: "request above the peak", request: 512 * mib, want: "729Mi"},
+		// No request: used is the peak, 400Mi; max(500Mi, 480Mi) = 500Mi, in the bucket
+		// ending at 521.4Mi; +15% = 599.6Mi.
+		{name: "no request", request: 0, want: "600Mi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewContainerHistory()
+			h.AddSample("web-1", list("100m", "400Mi"), t0)
+			before := memory(h)
+			if !h.RecordOOM("web-1", t0.Add(time.Minute), tc.request) {
+				t.Fatal("OOM kill not recorded")
+			}
+			if got := memory(h); got != tc.want {
+				t.Errorf("memory target after the kill %s (before %s), want %s", got, before, tc.want)
+			}
+			if !h.LastOOMKill.Equal(t0.Add(time.Minute)) {
+				t.Errorf("LastOOMKill = %v", h.LastOOMKill)
+			}
+			// The same kill, read again, counts once.
+			if h.RecordOOM("web-1", t0.Add(time.Minute), tc.request) {
+				t.Error("the same kill recorded twice")
+			}
+			if got := memory(h); got != tc.want {
+				t.Errorf("memory target after the kill was read again: %s, want %s", got, tc.want)
+			}
+		})
+	}
+
+	h := NewContainerHistory()
+	h.AddSample("web-1", memoryUsage(400*mib), t0.Add(48*time.Hour))
+	if h.RecordOOM("web-1", t0, 512*mib) {
+		t.Error("a kill two days older than the last sample recorded: the VPA drops those")
+	}
+}
+
+func TestContainerHistoryForgetsPodsAndExpires(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := NewContainerHistory()
+	h.AddSample("web-1", list("100m", "100Mi"), t0)
+	h.AddSample("web-2", list("100m", "100Mi"), t0)
+	h.RetainPods(func(pod string) bool { return pod == "web-2" })
+	if len(h.pods) != 1 || h.pods["web-2"] == nil {
+		t.Errorf("pods = %v, want web-2 only", h.pods)
+	}
+	if h.CPU.IsEmpty() {
+		t.Error("a gone Pod's samples left the histogram")
+	}
+	if h.Expired(t0.Add(7 * 24 * time.Hour)) {
+		t.Error("expired after 7 days")
+	}
+	if !h.Expired(t0.Add(8 * 24 * time.Hour)) {
+		t.Error("not expired after 8 days without a sample")
+	}
+}
+
+func TestHistogramStateRoundTrip(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := NewHistogram(&CPUHistogramOptions, UsageHalfLife)
+	for i, v := range []float64{0.1, 0.5, 0.5, 2, 0.3} {
+		h.AddSample(v, sampleWeight, t0.Add(time.Duration(i)*time.Hour))
+	}
+	data, err := json.Marshal(h.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state HistogramState
+	if err := json.Unmarshal(data, &state); err != nil {
+		t.Fatal(err)
+	}
+	restored := NewHistogram(&CPUHistogramOptions, UsageHalfLife)
+	if err := restored.LoadState(state); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []float64{0.1, 0.5, 0.9, 0.95} {
+		if got, want := restored.Percentile(p), h.Percentile(p); got != want {
+			t.Errorf("Percentile(%v) = %v after a round trip, want %v", p, got, want)
+		}
+	}
+	// Samples after the round trip weigh as they would have.
+	h.AddSample(3, sampleWeight, t0.Add(30*time.Hour))
+	restored.AddSample(3, sampleWeight, t0.Add(30*time.Hour))
+	if diff := cmp.Diff(h.State(), restored.State()); diff != "" {
+		t.Errorf("(-original +restored):\n%s", diff)
+	}
+
+	for _, tc := range []struct {
+		state HistogramState
+		want  string
+	}{
+		{HistogramState{Buckets: []int{1}, Weights: nil}, "1 buckets but 0 weights"},
+		{HistogramState{Buckets: []int{176}, Weights: []float64{1}, Total: 1}, "outside"},
+		{HistogramState{Buckets: []int{3, 2}, Weights: []float64{1, 1}, Total: 2}, "not increasing"},
+		{HistogramState{Buckets: []int{3}, Weights: []float64{-1}, Total: 1}, "weight -1"},
+	} {
+		if err := NewHistogram(&CPUHistogramOptions, UsageHalfLife).LoadState(tc.state); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("LoadState(%+v) error = %v, want %q", tc.state, err, tc.want)
+		}
+	}
+}
+
+func TestRecommendedContainers(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	spec := &corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "migrate"}, {Name: "proxy", RestartPolicy: &always}},
+		Containers:     []corev1.Container{{Name: "app"}, {Name: "logger"}},
+	}
+	var names []string
+	for _, c := range RecommendedContainers(spec) {
+		names = append(names, c.Name)
+	}
+	// The plain init container runs to completion before the others: no recommendation.
+	if diff := cmp.Diff([]string{"app", "logger", "proxy"}, names); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
