@@ -66,9 +66,10 @@ func TestMetricsPipeline(t *testing.T) {
 	t.Logf("metrics.k8s.io serves the usage of both Pods %s after the manager started", time.Since(began).Round(time.Second))
 
 	// The recommendation is the recommender's estimate from that usage. metrics-server's CPU
-	// is a rate between two scrapes, a little off the emulated value; one histogram bucket (5%)
-	// either way covers it.
-	low, high := estimate(t, cpu, memory, 0.95), estimate(t, cpu, memory, 1.05)
+	// is a rate between two scrapes, kwok timing the counter and metrics-server the window, so a
+	// slow scrape on a busy machine puts a sample a few percent off; 10% either way (two
+	// histogram buckets) covers it, and still catches a missing safety margin (15%).
+	low, high := estimate(t, cpu, memory, 0.9), estimate(t, cpu, memory, 1.1)
 	var target corev1.ResourceList
 	eventually(t, time.Minute, func() error {
 		running(t, m)
@@ -86,7 +87,7 @@ func TestMetricsPipeline(t *testing.T) {
 		time.Since(began).Round(time.Second), fmtQ(target, corev1.ResourceCPU), fmtQ(target, corev1.ResourceMemory), cpu.String(), memory.String())
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if got := target[r]; got.Cmp(low[r]) < 0 || got.Cmp(high[r]) > 0 {
-			t.Errorf("recommended %s %s, want between %s and %s: the p%.0f of usage %s plus %.0f%%, give or take a bucket",
+			t.Errorf("recommended %s %s, want between %s and %s: the p%.0f of usage %s plus %.0f%%, give or take 10%%",
 				r, got.String(), fmtQ(low, r), fmtQ(high, r), recommender.TargetPercentile*100, fmtQ(usage, r), recommender.SafetyMarginFraction*100)
 		}
 	}
