@@ -168,7 +168,7 @@ $(KWOK_METRICS): hack/tools/kwok/go.mod hack/tools/kwok/metrics/main.go
 .PHONY: metrics-server
 metrics-server: $(METRICS_SERVER) ## Build metrics-server (hack/tools/metrics-server).
 
-# About 7 minutes cold on 2 cores.
+# Slow the first time, like kwok; the Go build cache makes later builds quick.
 $(METRICS_SERVER): hack/tools/metrics-server/go.mod
 	@mkdir -p $(LOCALBIN)
 	cd hack/tools/metrics-server && go build -o $@ sigs.k8s.io/metrics-server/cmd/metrics-server

@@ -133,7 +133,7 @@ In another terminal:
   kubectl patch configmap sample-config --type=merge -p '{"data":{"GREETING":"hello again"}}'
   kubectl get pods -w                         # the sample's Pods roll with the new config
   kubectl top pods                            # usage kwok emulates (a day every 10 minutes), after about a minute
-  kubectl get vs -w                           # the sample's recommendation follows it, from about 2 minutes on
+  kubectl get vs -w                           # the sample's recommendation, within one to two minutes
   kubectl get events --sort-by=.lastTimestamp
 
 Starting the manager with every default controller. Ctrl-C stops the manager and the cluster.
