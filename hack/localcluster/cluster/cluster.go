@@ -54,8 +54,8 @@ type Cluster struct {
 }
 
 // Start starts the cluster and returns once the API server serves the CRDs, the Nodes are
-// Ready, kube-controller-manager runs its controllers and the API server reaches metrics-server. On error, whatever started is
-// stopped. ctx bounds the waits.
+// Ready, kube-controller-manager runs its controllers and the API server reaches
+// metrics-server. On error, whatever started is stopped. ctx bounds the waits.
 func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -80,11 +80,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 
 // start starts the processes in order and waits for them.
 func (c *Cluster) start(ctx context.Context, cfg Config) error {
-	metrics, err := newMetricsPipeline(filepath.Join(cfg.Dir, pkiDir))
+	pipeline, err := newMetricsPipeline(filepath.Join(cfg.Dir, pkiDir))
 	if err != nil {
 		return err
 	}
-	if err := c.startControlPlane(cfg, metrics); err != nil {
+	if err := c.startControlPlane(cfg, pipeline); err != nil {
 		return err
 	}
 	if err := c.startProcess(controllerManagerBin, filepath.Join(cfg.K8sBinDir, controllerManagerBin), controllerManagerArgs(c.Kubeconfig)...); err != nil {
@@ -93,10 +93,10 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if err := c.startProcess(schedulerBin, filepath.Join(cfg.K8sBinDir, schedulerBin), schedulerArgs(c.Kubeconfig)...); err != nil {
 		return err
 	}
-	if err := c.startProcess("kwok", cfg.Kwok, kwokArgs(c.Kubeconfig, cfg.KwokStages, cfg.KwokMetrics, metrics)...); err != nil {
+	if err := c.startProcess("kwok", cfg.Kwok, kwokArgs(c.Kubeconfig, cfg.KwokStages, cfg.KwokMetrics, pipeline)...); err != nil {
 		return err
 	}
-	if err := c.startMetricsServer(ctx, cfg.MetricsServer, metrics); err != nil {
+	if err := c.startMetricsServer(ctx, cfg.MetricsServer, pipeline); err != nil {
 		return err
 	}
 	if err := c.addNodes(ctx, cfg.Nodes); err != nil {

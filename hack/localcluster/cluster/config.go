@@ -21,7 +21,8 @@ type Config struct {
 	KwokStages string
 	// KwokMetrics is a file of kwok configuration that emulates the kubelet's resource metrics:
 	// a ClusterResourceUsage (or ResourceUsage) giving Pods their usage, and a Metric serving it
-	// at ResourceMetricsPath.
+	// at /metrics/nodes/{nodeName}/metrics/resource, the path each fake Node names for
+	// metrics-server.
 	KwokMetrics string
 	// MetricsServer is the metrics-server binary. It scrapes kwok and serves metrics.k8s.io
 	// through the API server's aggregation layer.

@@ -16,7 +16,7 @@ import (
 // for metrics, installs the CRDs, and writes the admin kubeconfig. envtest keeps etcd's data and
 // the certificates in Dir, so that nothing is left in the temporary directory if the launcher
 // dies.
-func (c *Cluster) startControlPlane(cfg Config, metrics *metricsPipeline) error {
+func (c *Cluster) startControlPlane(cfg Config, pipeline *metricsPipeline) error {
 	etcdLog, err := c.logFile(etcdBin)
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func (c *Cluster) startControlPlane(cfg Config, metrics *metricsPipeline) error 
 	// envtest's default Service range is a /24; a /16 keeps ClusterIPs from running out when a
 	// cluster holds many MyApps, each with its Service.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
-	for _, f := range metrics.apiServerFlags() {
+	for _, f := range pipeline.apiServerFlags() {
 		env.ControlPlane.GetAPIServer().Configure().Set(f.name, f.value)
 	}
 	if cfg.CRDDir != "" {
