@@ -30,7 +30,8 @@ const (
 	// which it reads from kube-apiserver's extension-apiserver-authentication ConfigMap).
 	frontProxyClient = "front-proxy-client"
 	// metricResolution is how often metrics-server scrapes kwok. A Pod's CPU usage is a rate
-	// between two scrapes, so its first metrics come about two resolutions after it starts.
+	// between two scrapes, and metrics-server drops the first, where kwok's CPU counter is still
+	// zero: a new Pod's first metrics come three scrapes after kwok sees it.
 	metricResolution = "15s"
 )
 

@@ -27,8 +27,8 @@ func (c *Cluster) addNodes(ctx context.Context, n int) error {
 // waitReady waits until kwok has made every Node Ready, kube-controller-manager has created
 // the default namespace's ServiceAccount, which shows that its controllers run, and the
 // APIService of metrics.k8s.io is Available, which shows that kube-apiserver reaches
-// metrics-server. Pods' metrics come later: metrics-server needs two scrapes of a Pod for its
-// CPU usage.
+// metrics-server. Pods' metrics come later: metrics-server needs three scrapes of a new Pod
+// (see metricResolution).
 func (c *Cluster) waitReady(ctx context.Context, nodes int) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
