@@ -22,12 +22,15 @@ MANAGER ?= $(LOCALBIN)/manager
 ARGS ?=
 
 # The local cluster of `make run` (hack/localcluster): kwok plays the kubelet of fake Nodes,
-# with the Stages of the kwok module it is built from.
+# with the Stages of the kwok module it is built from, and emulates their Pods' resource usage
+# (KWOK_METRICS); metrics-server scrapes it and serves metrics.k8s.io.
 KWOK ?= $(LOCALBIN)/kwok
 KWOK_STAGES ?= $(LOCALBIN)/kwok-stages.yaml
+KWOK_METRICS ?= $(LOCALBIN)/kwok-metrics.yaml
+METRICS_SERVER ?= $(LOCALBIN)/metrics-server
 LOCALCLUSTER ?= $(LOCALBIN)/localcluster
 LOCALCLUSTER_DIR ?= $(LOCALBIN)/cluster
-LOCALCLUSTER_BINS = $(K8S_BIN)/etcd $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(KWOK) $(KWOK_STAGES)
+LOCALCLUSTER_BINS = $(K8S_BIN)/etcd $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(KWOK) $(KWOK_STAGES) $(KWOK_METRICS) $(METRICS_SERVER)
 
 # golangci-lint, at the version hack/tools/lint pins; .golangci.yml is its configuration.
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
@@ -98,7 +101,8 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make 
 
 .PHONY: test-e2e
 test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests: the manager as a process, deployed from config/, on a local cluster.
-	SWITCHBOARD_E2E=1 KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) go test ./test/e2e/ -count=1 -v -timeout 20m
+	SWITCHBOARD_E2E=1 KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER) \
+		go test ./test/e2e/ -count=1 -v -timeout 20m
 
 ##@ Benchmarks
 
@@ -132,7 +136,8 @@ build: ## Build the manager binary into bin/manager.
 .PHONY: run
 ifeq ($(KUBECONFIG),)
 run: build localcluster $(LOCALCLUSTER_BINS) ## Run the manager on a local cluster it starts, or on the cluster of KUBECONFIG when given.
-	$(LOCALCLUSTER) --dir=$(LOCALCLUSTER_DIR) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) --manager=$(MANAGER) -- $(ARGS)
+	$(LOCALCLUSTER) --dir=$(LOCALCLUSTER_DIR) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
+		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER) --manager=$(MANAGER) -- $(ARGS)
 else
 run: build ## Run the manager on a local cluster it starts, or on the cluster of KUBECONFIG when given.
 	@echo "Running against the cluster of KUBECONFIG=$(KUBECONFIG); install the CRDs first with: kubectl apply --server-side -k config/crd"
@@ -174,7 +179,7 @@ $(K8S_BIN)/etcd: hack/tools/kube/go.mod
 	cd hack/tools/kube && go build -o $@ go.etcd.io/etcd/server/v3
 
 .PHONY: kwok
-kwok: $(KWOK) $(KWOK_STAGES) ## Build kwok and write its Stages (hack/tools/kwok).
+kwok: $(KWOK) $(KWOK_STAGES) $(KWOK_METRICS) ## Build kwok and write its Stages and metrics configuration (hack/tools/kwok).
 
 # About 7 minutes cold on 2 cores.
 $(KWOK): hack/tools/kwok/go.mod
@@ -193,6 +198,19 @@ $(GOLANGCI_LINT): hack/tools/lint/go.mod
 	cd hack/tools/lint && go build -o $@ \
 		-ldflags "$$(go list -m -f '-X main.version={{.Version}} -X main.date={{.Time.Format "2006-01-02"}} -X main.commit=hack/tools/lint' github.com/golangci/golangci-lint/v2)" \
 		github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+# The generator checks its CEL expressions with kwok's own CEL environment before writing.
+$(KWOK_METRICS): hack/tools/kwok/go.mod hack/tools/kwok/metrics/main.go
+	@mkdir -p $(LOCALBIN)
+	cd hack/tools/kwok && go run ./metrics > $@.tmp && mv $@.tmp $@
+
+.PHONY: metrics-server
+metrics-server: $(METRICS_SERVER) ## Build metrics-server (hack/tools/metrics-server).
+
+# Slow the first time, like kwok; the Go build cache makes later builds quick.
+$(METRICS_SERVER): hack/tools/metrics-server/go.mod
+	@mkdir -p $(LOCALBIN)
+	cd hack/tools/metrics-server && go build -o $@ sigs.k8s.io/metrics-server/cmd/metrics-server
 
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

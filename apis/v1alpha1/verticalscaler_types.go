@@ -239,6 +239,9 @@ type ContainerRecommendation struct {
 // +kubebuilder:resource:shortName=vs
 // +kubebuilder:printcolumn:name="Deployment",type="string",JSONPath=".spec.deploymentName"
 // +kubebuilder:printcolumn:name="Mode",type="string",JSONPath=".spec.updateMode"
+// +kubebuilder:printcolumn:name="Recommended",type="string",JSONPath=".status.conditions[?(@.type==\"RecommendationProvided\")].status",description="Whether a recommendation comes from the Pods' usage"
+// +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.recommendation.containerRecommendations[0].target.cpu",description="The first container's recommended CPU request"
+// +kubebuilder:printcolumn:name="Memory",type="string",JSONPath=".status.recommendation.containerRecommendations[0].target.memory",description="The first container's recommended memory request"
 // +kubebuilder:printcolumn:name="Applied",type="boolean",JSONPath=".status.applied"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 type VerticalScaler struct {

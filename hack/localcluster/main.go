@@ -1,6 +1,6 @@
 // Command localcluster runs the manager on a local cluster it starts without Docker (etcd,
-// kube-apiserver, kube-controller-manager, kube-scheduler, kwok with fake Nodes), with the CRDs
-// installed and the samples applied. It is what `make run` runs when no KUBECONFIG is given.
+// kube-apiserver, kube-controller-manager, kube-scheduler, kwok with fake Nodes and their Pods'
+// usage, metrics-server), with the CRDs installed and the samples applied. It is what `make run` runs when no KUBECONFIG is given.
 // Ctrl-C stops the manager and then the cluster.
 //
 // Usage: localcluster [flags] [-- manager flags]
@@ -32,6 +32,8 @@ func run() int {
 	k8sBin := fs.String("k8s-bin-dir", filepath.Join("bin", "k8s"), "directory holding etcd, kube-apiserver, kube-controller-manager and kube-scheduler")
 	kwok := fs.String("kwok", filepath.Join("bin", "kwok"), "kwok binary")
 	stages := fs.String("kwok-stages", filepath.Join("bin", "kwok-stages.yaml"), "kwok Stages for Nodes and Pods")
+	kwokMetrics := fs.String("kwok-metrics", filepath.Join("bin", "kwok-metrics.yaml"), "kwok's usage of Pods and its kubelet resource metrics endpoint")
+	metricsServer := fs.String("metrics-server", filepath.Join("bin", "metrics-server"), "metrics-server binary")
 	crds := fs.String("crd-dir", filepath.Join("config", "crd", "bases"), "CustomResourceDefinitions to install")
 	samples := fs.String("samples", filepath.Join("config", "samples"), "kustomization directory whose resources are applied before the manager starts; empty for none")
 	nodes := fs.Int("nodes", 1, "number of fake Nodes")
@@ -66,12 +68,14 @@ func run() int {
 	began := time.Now()
 	fmt.Fprintf(os.Stderr, "Starting a local cluster in %s\n", absDir)
 	c, err := cluster.Start(ctx, cluster.Config{
-		Dir:        absDir,
-		K8sBinDir:  *k8sBin,
-		Kwok:       *kwok,
-		KwokStages: *stages,
-		CRDDir:     *crds,
-		Nodes:      *nodes,
+		Dir:           absDir,
+		K8sBinDir:     *k8sBin,
+		Kwok:          *kwok,
+		KwokStages:    *stages,
+		KwokMetrics:   *kwokMetrics,
+		MetricsServer: *metricsServer,
+		CRDDir:        *crds,
+		Nodes:         *nodes,
 	})
 	if err != nil {
 		return fail(err)
@@ -119,7 +123,7 @@ func runManager(ctx context.Context, c *cluster.Cluster, samples []byte, manager
 // usage says what runs and which commands to try.
 func usage(kubeconfig, logDir string, nodes int, startup time.Duration) string {
 	return fmt.Sprintf(`
-Local cluster ready in %.1fs: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (%d fake Node(s)); CRDs installed, samples applied.
+Local cluster ready in %.1fs: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (%d fake Node(s)), metrics-server; CRDs installed, samples applied.
 Logs of the cluster: %s
 
 In another terminal:
@@ -128,6 +132,8 @@ In another terminal:
   kubectl get deployments,pods,services
   kubectl patch configmap sample-config --type=merge -p '{"data":{"GREETING":"hello again"}}'
   kubectl get pods -w                         # the sample's Pods roll with the new config
+  kubectl top pods                            # usage kwok emulates (a day every 10 minutes), after about a minute
+  kubectl get vs -w                           # the sample's recommendation, within one to two minutes
   kubectl get events --sort-by=.lastTimestamp
 
 Starting the manager with every default controller. Ctrl-C stops the manager and the cluster.

@@ -78,11 +78,13 @@ func newCluster(t *testing.T) *testCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := cluster.Start(ctx, cluster.Config{
-		Dir:        t.TempDir(),
-		K8sBinDir:  k8s,
-		Kwok:       envOr("KWOK", filepath.Join(root, "bin", "kwok")),
-		KwokStages: envOr("KWOK_STAGES", filepath.Join(root, "bin", "kwok-stages.yaml")),
-		Nodes:      2,
+		Dir:           t.TempDir(),
+		K8sBinDir:     k8s,
+		Kwok:          envOr("KWOK", filepath.Join(root, "bin", "kwok")),
+		KwokStages:    envOr("KWOK_STAGES", filepath.Join(root, "bin", "kwok-stages.yaml")),
+		KwokMetrics:   envOr("KWOK_METRICS", filepath.Join(root, "bin", "kwok-metrics.yaml")),
+		MetricsServer: envOr("METRICS_SERVER", filepath.Join(root, "bin", "metrics-server")),
+		Nodes:         2,
 	})
 	if err != nil {
 		t.Fatalf("starting the local cluster: %v", err)

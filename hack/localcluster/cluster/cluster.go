@@ -1,8 +1,9 @@
 // Package cluster starts a local Kubernetes cluster without Docker: etcd and kube-apiserver
-// (through envtest), kube-controller-manager, kube-scheduler, and kwok playing the kubelet of
-// fake Nodes, so that Deployments get ReplicaSets and Pods, Pods get scheduled and become Ready,
-// and owned objects are garbage-collected. `make run` runs the manager on it; tests can start
-// one too.
+// (through envtest), kube-controller-manager, kube-scheduler, kwok playing the kubelet of fake
+// Nodes, and metrics-server, so that Deployments get ReplicaSets and Pods, Pods get scheduled and
+// become Ready, owned objects are garbage-collected, and Pods have CPU and memory usage in
+// metrics.k8s.io (emulated by kwok, scraped by a real metrics-server behind kube-apiserver's
+// aggregation layer). `make run` runs the manager on it; tests can start one too.
 //
 // Every process runs in a process group of its own and is stopped by Stop, in the reverse
 // order of start. A watchdog process stops them all if the program that started the cluster
@@ -53,8 +54,8 @@ type Cluster struct {
 }
 
 // Start starts the cluster and returns once the API server serves the CRDs, the Nodes are
-// Ready and kube-controller-manager runs its controllers. On error, whatever started is
-// stopped. ctx bounds the waits.
+// Ready, kube-controller-manager runs its controllers and the API server reaches
+// metrics-server. On error, whatever started is stopped. ctx bounds the waits.
 func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -79,7 +80,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 
 // start starts the processes in order and waits for them.
 func (c *Cluster) start(ctx context.Context, cfg Config) error {
-	if err := c.startControlPlane(cfg); err != nil {
+	pipeline, err := newMetricsPipeline(filepath.Join(cfg.Dir, pkiDir))
+	if err != nil {
+		return err
+	}
+	if err := c.startControlPlane(cfg, pipeline); err != nil {
 		return err
 	}
 	if err := c.startProcess(controllerManagerBin, filepath.Join(cfg.K8sBinDir, controllerManagerBin), controllerManagerArgs(c.Kubeconfig)...); err != nil {
@@ -88,7 +93,10 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if err := c.startProcess(schedulerBin, filepath.Join(cfg.K8sBinDir, schedulerBin), schedulerArgs(c.Kubeconfig)...); err != nil {
 		return err
 	}
-	if err := c.startProcess("kwok", cfg.Kwok, kwokArgs(c.Kubeconfig, cfg.KwokStages)...); err != nil {
+	if err := c.startProcess("kwok", cfg.Kwok, kwokArgs(c.Kubeconfig, cfg.KwokStages, cfg.KwokMetrics, pipeline)...); err != nil {
+		return err
+	}
+	if err := c.startMetricsServer(ctx, cfg.MetricsServer, pipeline); err != nil {
 		return err
 	}
 	if err := c.addNodes(ctx, cfg.Nodes); err != nil {

@@ -22,11 +22,13 @@ func testConfig(t *testing.T) Config {
 		k8s = filepath.Join(root, "bin", "k8s")
 	}
 	cfg := Config{
-		Dir:        t.TempDir(),
-		K8sBinDir:  k8s,
-		Kwok:       filepath.Join(root, "bin", "kwok"),
-		KwokStages: filepath.Join(root, "bin", "kwok-stages.yaml"),
-		Nodes:      2,
+		Dir:           t.TempDir(),
+		K8sBinDir:     k8s,
+		Kwok:          filepath.Join(root, "bin", "kwok"),
+		KwokStages:    filepath.Join(root, "bin", "kwok-stages.yaml"),
+		KwokMetrics:   filepath.Join(root, "bin", "kwok-metrics.yaml"),
+		MetricsServer: filepath.Join(root, "bin", "metrics-server"),
+		Nodes:         2,
 	}
 	if err := cfg.check(); err != nil {
 		t.Skipf("no local cluster: %v", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -49,16 +50,25 @@ const kwokPodCIDR = "10.244.0.0/16"
 // keeps kube-controller-manager from marking the fake Nodes NotReady.
 const nodeLeaseSeconds = "40"
 
-// kwokArgs runs kwok on every Node with the given stages. Its server (fake kubelet endpoints
-// for logs and exec) listens on a free port of the loopback interface only.
-func kwokArgs(kubeconfig, stages string) []string {
+// kwokArgs runs kwok on every Node with the given Stages and metrics configuration. Its server
+// (the fake kubelet endpoints: logs, exec, and the resource metrics metrics-server scrapes)
+// listens on the pipeline's port of the loopback interface only, with a certificate of the
+// serving authority; --node-ip and --node-port put that address in every Node's status, where
+// metrics-server looks for a kubelet.
+func kwokArgs(kubeconfig, stages, metrics string, p *metricsPipeline) []string {
+	port := strconv.Itoa(p.kwokPort)
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--config=" + stages,
+		"--config=" + metrics,
 		"--manage-all-nodes=true",
 		"--node-lease-duration-seconds=" + nodeLeaseSeconds,
 		"--cidr=" + kwokPodCIDR,
-		"--server-address=127.0.0.1:0",
+		"--server-address=127.0.0.1:" + port,
+		"--node-ip=127.0.0.1",
+		"--node-port=" + port,
+		"--tls-cert-file=" + p.path(kwokCertFile),
+		"--tls-private-key-file=" + p.path(kwokKeyFile),
 	}
 }
 
@@ -77,6 +87,8 @@ func fakeNode(name string) *corev1.Node {
 				"kwok.x-k8s.io/node": "fake",
 				// The TTL controller would otherwise write this annotation itself.
 				"node.alpha.kubernetes.io/ttl": "0",
+				// metrics-server scrapes this path of kwok instead of the kubelet's.
+				"metrics.k8s.io/resource-metrics-path": resourceMetricsPath(name),
 			},
 			Labels: map[string]string{
 				"kubernetes.io/arch":     "amd64",
@@ -116,6 +128,39 @@ func checkStages(data []byte) error {
 		if !kinds[kind] {
 			return fmt.Errorf("no Stage for %ss", kind)
 		}
+	}
+	return nil
+}
+
+// checkKwokMetrics checks that data holds kwok's metrics configuration: some usage for Pods
+// (a ClusterResourceUsage or ResourceUsage), and a Metric at resourceMetricsPathPattern, the path
+// the fake Nodes name for metrics-server. Without the Metric metrics-server finds nothing to
+// scrape; without usage every Pod uses nothing.
+func checkKwokMetrics(data []byte) error {
+	docs, err := decodeObjects(data)
+	if err != nil {
+		return err
+	}
+	var usage, metric bool
+	for i, doc := range docs {
+		if doc.GetAPIVersion() != "kwok.x-k8s.io/v1alpha1" {
+			return fmt.Errorf("object %d is a %s %s, not kwok.x-k8s.io/v1alpha1", i+1, doc.GetAPIVersion(), doc.GetKind())
+		}
+		switch doc.GetKind() {
+		case "ClusterResourceUsage", "ResourceUsage":
+			usage = true
+		case "Metric":
+			path, _, _ := unstructured.NestedString(doc.Object, "spec", "path")
+			metric = metric || path == resourceMetricsPathPattern
+		default:
+			return fmt.Errorf("object %d is a %s, not a ClusterResourceUsage, ResourceUsage or Metric", i+1, doc.GetKind())
+		}
+	}
+	if !usage {
+		return errors.New("no ClusterResourceUsage or ResourceUsage")
+	}
+	if !metric {
+		return fmt.Errorf("no Metric with path %s", resourceMetricsPathPattern)
 	}
 	return nil
 }

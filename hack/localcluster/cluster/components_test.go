@@ -13,14 +13,20 @@ import (
 )
 
 func TestKwokArgs(t *testing.T) {
-	got := kwokArgs("/k/kubeconfig", "/k/stages.yaml")
+	p := &metricsPipeline{dir: "/k/pki", kwokPort: 40123}
+	got := kwokArgs("/k/kubeconfig", "/k/stages.yaml", "/k/metrics.yaml", p)
 	want := []string{
 		"--kubeconfig=/k/kubeconfig",
 		"--config=/k/stages.yaml",
+		"--config=/k/metrics.yaml",
 		"--manage-all-nodes=true",
 		"--node-lease-duration-seconds=40",
 		"--cidr=10.244.0.0/16",
-		"--server-address=127.0.0.1:0",
+		"--server-address=127.0.0.1:40123",
+		"--node-ip=127.0.0.1",
+		"--node-port=40123",
+		"--tls-cert-file=/k/pki/kwok.crt",
+		"--tls-private-key-file=/k/pki/kwok.key",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("kwok args (-want +got):\n%s", diff)
@@ -61,6 +67,9 @@ func TestFakeNode(t *testing.T) {
 	}
 	if node.Annotations["kwok.x-k8s.io/node"] != "fake" {
 		t.Errorf("annotations %v: kwok only plays Nodes annotated kwok.x-k8s.io/node=fake by convention", node.Annotations)
+	}
+	if got, want := node.Annotations["metrics.k8s.io/resource-metrics-path"], "/metrics/nodes/node-2/metrics/resource"; got != want {
+		t.Errorf("resource metrics path annotation %q, want %q: metrics-server would scrape a path kwok does not serve", got, want)
 	}
 	if len(node.Spec.Taints) != 0 {
 		t.Errorf("taints %v: Pods would need a toleration", node.Spec.Taints)
@@ -125,6 +134,62 @@ func TestBuiltStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := checkStages(data); err != nil {
+		t.Errorf("%s: %v", path, err)
+	}
+}
+
+// kwokConfigYAML is a minimal kwok configuration object of kind.
+func kwokConfigYAML(kind, path string) string {
+	doc := fmt.Sprintf("apiVersion: kwok.x-k8s.io/v1alpha1\nkind: %s\nmetadata:\n  name: x\n", kind)
+	if path != "" {
+		doc += fmt.Sprintf("spec:\n  path: %q\n", path)
+	}
+	return doc
+}
+
+func TestCheckKwokMetrics(t *testing.T) {
+	const path = "/metrics/nodes/{nodeName}/metrics/resource"
+	usage, metric := kwokConfigYAML("ClusterResourceUsage", ""), kwokConfigYAML("Metric", path)
+	tests := []struct {
+		name    string
+		data    string
+		wantErr string
+	}{
+		{name: "usage and metric", data: usage + "---\n" + metric},
+		{name: "per-pod usage", data: kwokConfigYAML("ResourceUsage", "") + "---\n" + metric},
+		{name: "no usage", data: metric, wantErr: "no ClusterResourceUsage or ResourceUsage"},
+		{name: "no metric", data: usage, wantErr: "no Metric with path " + path},
+		{name: "metric at another path", data: usage + "---\n" + kwokConfigYAML("Metric", "/metrics/resource"), wantErr: "no Metric with path"},
+		{name: "a stage", data: usage + "---\n" + metric + "---\n" + stageYAML("a", "Pod"), wantErr: "object 3 is a Stage"},
+		{name: "not kwok", data: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n", wantErr: "object 1 is a v1 ConfigMap, not kwok.x-k8s.io/v1alpha1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkKwokMetrics([]byte(tt.data))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("checkKwokMetrics: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("checkKwokMetrics error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestBuiltKwokMetrics checks the configuration `make kwok` writes, when it has been built.
+func TestBuiltKwokMetrics(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "bin", "kwok-metrics.yaml")
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		t.Skipf("%s not built: `make kwok` writes it", path)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkKwokMetrics(data); err != nil {
 		t.Errorf("%s: %v", path, err)
 	}
 }

@@ -9,8 +9,9 @@ import (
 
 // Config says which binaries to run and where the cluster keeps its files.
 type Config struct {
-	// Dir holds the admin kubeconfig, the logs of every process, etcd's data and the API
-	// server's certificates. What a previous cluster left there is removed first.
+	// Dir holds the admin kubeconfig, the logs of every process, etcd's data, the API server's
+	// certificates and those of the aggregation layer. What a previous cluster left there is
+	// removed first.
 	Dir string
 	// K8sBinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
 	K8sBinDir string
@@ -18,6 +19,14 @@ type Config struct {
 	Kwok string
 	// KwokStages is a file of kwok Stages for Nodes and Pods.
 	KwokStages string
+	// KwokMetrics is a file of kwok configuration that emulates the kubelet's resource metrics:
+	// a ClusterResourceUsage (or ResourceUsage) giving Pods their usage, and a Metric serving it
+	// at /metrics/nodes/{nodeName}/metrics/resource, the path each fake Node names for
+	// metrics-server.
+	KwokMetrics string
+	// MetricsServer is the metrics-server binary. It scrapes kwok and serves metrics.k8s.io
+	// through the API server's aggregation layer.
+	MetricsServer string
 	// CRDDir holds CustomResourceDefinitions to install before Start returns; empty for none.
 	CRDDir string
 	// Nodes is the number of fake Nodes; at least 1.
@@ -55,6 +64,16 @@ func (cfg Config) check() error {
 	if err := checkStages(stages); err != nil {
 		return fmt.Errorf("kwok stages %s: %w", cfg.KwokStages, err)
 	}
+	if err := checkExecutable(cfg.MetricsServer); err != nil {
+		return fmt.Errorf("%w: `make metrics-server` builds it", err)
+	}
+	metrics, err := os.ReadFile(cfg.KwokMetrics)
+	if err != nil {
+		return fmt.Errorf("reading kwok metrics configuration: %w: `make kwok` writes it", err)
+	}
+	if err := checkKwokMetrics(metrics); err != nil {
+		return fmt.Errorf("kwok metrics configuration %s: %w", cfg.KwokMetrics, err)
+	}
 	if cfg.CRDDir != "" {
 		if _, err := os.Stat(cfg.CRDDir); err != nil {
 			return fmt.Errorf("CRD directory: %w", err)
@@ -78,12 +97,12 @@ func checkExecutable(path string) error {
 // resetDir removes what a previous cluster left in dir, and only that: dir may be a directory
 // the caller keeps other files in.
 func resetDir(dir string) error {
-	for _, name := range []string{"kubeconfig", "logs", "etcd", "apiserver"} {
+	for _, name := range []string{"kubeconfig", "logs", "etcd", "apiserver", pkiDir} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("removing the previous cluster's files: %w", err)
 		}
 	}
-	for _, name := range []string{"logs", "etcd", "apiserver"} {
+	for _, name := range []string{"logs", "etcd", "apiserver", pkiDir} {
 		if err := os.MkdirAll(filepath.Join(dir, name), 0o700); err != nil {
 			return fmt.Errorf("creating the cluster's directory: %w", err)
 		}

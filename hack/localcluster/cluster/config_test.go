@@ -13,7 +13,7 @@ func TestConfigCheck(t *testing.T) {
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{etcdBin, apiServerBin, controllerManagerBin, schedulerBin, "kwok"} {
+	for _, name := range []string{etcdBin, apiServerBin, controllerManagerBin, schedulerBin, "kwok", metricsServerBin} {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -22,7 +22,12 @@ func TestConfigCheck(t *testing.T) {
 	if err := os.WriteFile(stages, []byte(stageYAML("n", "Node")+"---\n"+stageYAML("p", "Pod")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	good := Config{Dir: dir, K8sBinDir: bin, Kwok: filepath.Join(bin, "kwok"), KwokStages: stages, Nodes: 1}
+	metrics := filepath.Join(dir, "metrics.yaml")
+	if err := os.WriteFile(metrics, []byte(kwokConfigYAML("ClusterResourceUsage", "")+"---\n"+kwokConfigYAML("Metric", resourceMetricsPathPattern)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := Config{Dir: dir, K8sBinDir: bin, Kwok: filepath.Join(bin, "kwok"), KwokStages: stages, KwokMetrics: metrics,
+		MetricsServer: filepath.Join(bin, metricsServerBin), Nodes: 1}
 	if err := good.check(); err != nil {
 		t.Fatalf("check: %v", err)
 	}
@@ -38,6 +43,9 @@ func TestConfigCheck(t *testing.T) {
 		{name: "kwok not executable", edit: func(c *Config) { c.Kwok = stages }, wantErr: "is not an executable file"},
 		{name: "missing stages", edit: func(c *Config) { c.KwokStages = filepath.Join(dir, "none.yaml") }, wantErr: "`make kwok` writes them"},
 		{name: "bad stages", edit: func(c *Config) { c.KwokStages = filepath.Join(bin, "kwok") }, wantErr: "kwok stages"},
+		{name: "missing metrics-server", edit: func(c *Config) { c.MetricsServer = filepath.Join(dir, "none") }, wantErr: "`make metrics-server` builds it"},
+		{name: "missing kwok metrics", edit: func(c *Config) { c.KwokMetrics = filepath.Join(dir, "none.yaml") }, wantErr: "`make kwok` writes it"},
+		{name: "stages as kwok metrics", edit: func(c *Config) { c.KwokMetrics = stages }, wantErr: "kwok metrics configuration"},
 		{name: "missing CRDs", edit: func(c *Config) { c.CRDDir = filepath.Join(dir, "crds") }, wantErr: "CRD directory"},
 	}
 	for _, tt := range tests {

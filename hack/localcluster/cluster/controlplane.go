@@ -12,10 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// startControlPlane starts etcd and kube-apiserver through envtest, installs the CRDs, and
-// writes the admin kubeconfig. envtest keeps etcd's data and the certificates in Dir, so that
-// nothing is left in the temporary directory if the launcher dies.
-func (c *Cluster) startControlPlane(cfg Config) error {
+// startControlPlane starts etcd and kube-apiserver through envtest, with the aggregation layer
+// for metrics, installs the CRDs, and writes the admin kubeconfig. envtest keeps etcd's data and
+// the certificates in Dir, so that nothing is left in the temporary directory if the launcher
+// dies.
+func (c *Cluster) startControlPlane(cfg Config, pipeline *metricsPipeline) error {
 	etcdLog, err := c.logFile(etcdBin)
 	if err != nil {
 		return err
@@ -47,6 +48,9 @@ func (c *Cluster) startControlPlane(cfg Config) error {
 	// envtest's default Service range is a /24; a /16 keeps ClusterIPs from running out when a
 	// cluster holds many MyApps, each with its Service.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+	for _, f := range pipeline.apiServerFlags() {
+		env.ControlPlane.GetAPIServer().Configure().Set(f.name, f.value)
+	}
 	if cfg.CRDDir != "" {
 		env.CRDDirectoryPaths = []string{cfg.CRDDir}
 		env.ErrorIfCRDPathMissing = true

@@ -76,5 +76,5 @@ func (c *Cluster) reportExit(p *process) {
 }
 
 // Exits reports the processes that exit before Stop: the controller manager, the scheduler,
-// kwok, and those started with StartProcess.
+// kwok, metrics-server, and those started with StartProcess.
 func (c *Cluster) Exits() <-chan Exit { return c.exits }

@@ -24,8 +24,11 @@ func (c *Cluster) addNodes(ctx context.Context, n int) error {
 	return nil
 }
 
-// waitReady waits until kwok has made every Node Ready and kube-controller-manager has created
-// the default namespace's ServiceAccount, which shows that its controllers run.
+// waitReady waits until kwok has made every Node Ready, kube-controller-manager has created
+// the default namespace's ServiceAccount, which shows that its controllers run, and the
+// APIService of metrics.k8s.io is Available, which shows that kube-apiserver reaches
+// metrics-server. Pods' metrics come later: metrics-server needs three scrapes of a new Pod
+// (see metricResolution).
 func (c *Cluster) waitReady(ctx context.Context, nodes int) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
@@ -35,6 +38,10 @@ func (c *Cluster) waitReady(ctx context.Context, nodes int) error {
 	if err := c.poll(ctx, func() (bool, error) { return c.serviceAccountExists(ctx) }); err != nil {
 		return fmt.Errorf("waiting for kube-controller-manager to create the default ServiceAccount (see %s): %w",
 			filepath.Join(c.LogDir, controllerManagerBin+".log"), err)
+	}
+	if err := c.poll(ctx, func() (bool, error) { return c.metricsAPIAvailable(ctx) }); err != nil {
+		return fmt.Errorf("waiting for the APIService %s to be Available (see %s and %s): %w", metricsAPIService,
+			filepath.Join(c.LogDir, metricsServerBin+".log"), filepath.Join(c.LogDir, apiServerBin+".log"), err)
 	}
 	return nil
 }
