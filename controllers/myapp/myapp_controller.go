@@ -251,17 +251,13 @@ func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, c
 		}
 		owned = extracted
 	}
-	desired := desiredDeployment(app)
-	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desired)
+	result := &appsv1.Deployment{}
+	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredDeployment(app), result)
 	if err != nil {
 		return nil, "", fmt.Errorf("writing the Deployment: %w", err)
 	}
 	if !sent {
 		return current, "", nil
-	}
-	result := &appsv1.Deployment{}
-	if err := apply.Decode(desired, result); err != nil {
-		return nil, "", fmt.Errorf("writing the Deployment: %w", err)
 	}
 	return result, describeChange("Deployment", current == nil), nil
 }
@@ -277,7 +273,7 @@ func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, curr
 		}
 		owned = extracted
 	}
-	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredService(app))
+	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredService(app), &corev1.Service{})
 	if err != nil {
 		return "", fmt.Errorf("writing the Service: %w", err)
 	}

@@ -164,7 +164,7 @@ func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.Verti
 	if err != nil {
 		return applyState{}, fmt.Errorf("reading the fields %s owns on Deployment %s: %w", ControllerName, d.Name, err)
 	}
-	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, runtime.ApplyConfiguration(owned), desiredDeployment(d, desired))
+	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, runtime.ApplyConfiguration(owned), desiredDeployment(d, desired), &appsv1.Deployment{})
 	if err != nil {
 		r.Recorder.Eventf(vs, d, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Apply", "Writing the recommendation to Deployment %s failed: %v", d.Name, err)
 		return applyState{reason: v1alpha1.ReasonApplyFailed, message: err.Error()}, fmt.Errorf("applying to Deployment %s: %w", d.Name, err)
