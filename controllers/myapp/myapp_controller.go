@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -238,57 +239,60 @@ func existing[T client.Object](obj T) T {
 	return obj
 }
 
-// applyDeployment applies the desired Deployment unless the myapp field manager already owns
-// exactly that, and returns the Deployment as it now is (current, or the API server's answer
-// to the apply, so that status is computed without reading the Deployment again) and what the
-// apply did ("" when nothing was sent).
+// applyDeployment writes the desired Deployment unless the myapp field manager already has it
+// (apply.Write), and returns the Deployment as it now is (current, or the API server's answer to
+// the write, so that status is computed without reading the Deployment again) and what the write
+// did ("" when nothing was sent).
 func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, current *appsv1.Deployment) (*appsv1.Deployment, string, error) {
-	var owned runtime.ApplyConfiguration
-	if current != nil {
-		extracted, err := appsv1ac.ExtractDeployment(current, ControllerName)
-		if err != nil {
-			return nil, "", fmt.Errorf("reading the fields %s owns on Deployment: %w", ControllerName, err)
-		}
-		owned = extracted
-	}
 	result := &appsv1.Deployment{}
-	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredDeployment(app), result)
+	outcome, err := apply.Write(ctx, r.Client, ControllerName, nilIfAbsent(current), specChanged(app),
+		func(obj client.Object) (runtime.ApplyConfiguration, error) {
+			return appsv1ac.ExtractDeployment(obj.(*appsv1.Deployment), ControllerName)
+		}, desiredDeployment(app), result)
 	if err != nil {
 		return nil, "", fmt.Errorf("writing the Deployment: %w", err)
 	}
-	if !sent {
+	if outcome == apply.Unchanged {
 		return current, "", nil
 	}
-	return result, describeChange("Deployment", current == nil), nil
+	return result, describeChange("Deployment", outcome), nil
 }
 
-// applyService applies the desired Service unless the myapp field manager already owns exactly
-// that, and returns what the apply did ("" when nothing was sent).
+// applyService writes the desired Service unless the myapp field manager already has it
+// (apply.Write), and returns what the write did ("" when nothing was sent).
 func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, current *corev1.Service) (string, error) {
-	var owned runtime.ApplyConfiguration
-	if current != nil {
-		extracted, err := corev1ac.ExtractService(current, ControllerName)
-		if err != nil {
-			return "", fmt.Errorf("reading the fields %s owns on Service: %w", ControllerName, err)
-		}
-		owned = extracted
-	}
-	sent, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, desiredService(app), &corev1.Service{})
+	outcome, err := apply.Write(ctx, r.Client, ControllerName, nilIfAbsent(current), specChanged(app),
+		func(obj client.Object) (runtime.ApplyConfiguration, error) {
+			return corev1ac.ExtractService(obj.(*corev1.Service), ControllerName)
+		}, desiredService(app), &corev1.Service{})
 	if err != nil {
 		return "", fmt.Errorf("writing the Service: %w", err)
 	}
-	if !sent {
-		return "", nil
-	}
-	return describeChange("Service", current == nil), nil
+	return describeChange("Service", outcome), nil
 }
 
-// describeChange says what an apply did: "created Service" or "updated Deployment".
-func describeChange(kind string, created bool) string {
-	if created {
-		return "created " + kind
+// specChanged says whether app's spec may have changed since the controller last carried it out
+// in full, which is when its fields on the Deployment and the Service may have to shrink.
+func specChanged(app *v1alpha1.MyApp) bool {
+	return app.Status.ObservedGeneration != app.Generation
+}
+
+// nilIfAbsent returns obj as a client.Object, or an untyped nil when obj is a nil pointer:
+// apply.Write tells a missing object by a nil interface.
+func nilIfAbsent[T client.Object](obj T) client.Object {
+	if reflect.ValueOf(obj).IsNil() {
+		return nil
 	}
-	return "updated " + kind
+	return obj
+}
+
+// describeChange says what a write did: "created Service" or "updated Deployment"; "" when
+// nothing was sent.
+func describeChange(kind string, outcome apply.Outcome) string {
+	if outcome == apply.Unchanged {
+		return ""
+	}
+	return string(outcome) + " " + kind
 }
 
 // recordApplied logs the changes of a reconcile and records one Event for all of them, so that
