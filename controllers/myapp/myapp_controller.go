@@ -303,7 +303,7 @@ func (r *Reconciler) recordApplied(ctx context.Context, app *v1alpha1.MyApp, cha
 		return
 	}
 	note := strings.Join(changes, ", ")
-	ctrl.LoggerFrom(ctx).Info("Applied "+note, "fieldManager", ControllerName)
+	ctrl.LoggerFrom(ctx).Info(upperFirst(note), "fieldManager", ControllerName)
 	reason := v1alpha1.ReasonUpdated
 	if strings.HasPrefix(changes[0], "created") {
 		reason = v1alpha1.ReasonCreated
