@@ -71,6 +71,10 @@ func (r *reader) read(pods []corev1.Pod, at time.Time, i int) []PodUsage {
 	return r.usage
 }
 
+// benchRequests are the requests of the benchmarks' containers in their Pod template; the CPU
+// request weighs each CPU sample.
+var benchRequests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+
 func benchPods(deployment string, n int) []corev1.Pod {
 	pods := make([]corev1.Pod, n)
 	for i := range pods {
@@ -87,7 +91,7 @@ func benchPods(deployment string, n int) []corev1.Pod {
 //	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench RecommenderSample
 func BenchmarkRecommenderSample(b *testing.B) {
 	containers := []string{"app", "proxy"}
-	recommended := map[string]bool{"app": true, "proxy": true}
+	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	pods := benchPods("web", 2)
 	r := newReader(1, len(pods), containers)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -134,7 +138,7 @@ func BenchmarkRecommenderMemory(b *testing.B) {
 	scalers := benchSetting("SWITCHBOARD_BENCH_SCALERS", 10000, 100)
 	hours := benchSetting("SWITCHBOARD_BENCH_HOURS", 24, 2)
 	containers := []string{"app", "proxy"}
-	recommended := map[string]bool{"app": true, "proxy": true}
+	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for b.Loop() {
 		r := newReader(3, 2, containers)

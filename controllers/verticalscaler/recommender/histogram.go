@@ -46,13 +46,14 @@ var (
 	MemoryHistogramOptions = NewHistogramOptions(1e7, 1.05, 1e12, histogramEpsilon)
 )
 
-// sampleWeight is the weight of every usage sample before decay, and histogramEpsilon the weight
-// under which a bucket counts as empty: the VPA's minSampleWeight and epsilon. Their ratio is
-// what matters: a sample still counts after about 10 half-lives (2^-10 > 0.001), which covers the
-// 8 days the VPA means to remember.
+// minSampleWeight is the weight before decay of every memory peak and the least weight of a CPU
+// sample (CPUSampleWeight), and histogramEpsilon the weight under which a bucket counts as
+// empty: the VPA's minSampleWeight and epsilon. Their ratio is what matters: a sample still
+// counts after about 10 half-lives (2^-10 > 0.001), which covers the 8 days the VPA means to
+// remember.
 const (
-	sampleWeight     = 0.1
-	histogramEpsilon = 0.001 * sampleWeight
+	minSampleWeight  = 0.1
+	histogramEpsilon = 0.001 * minSampleWeight
 )
 
 // maxDecayExponent bounds the exponent of a sample's weight, 2^((t-reference)/halfLife): past it,

@@ -72,6 +72,9 @@ type UsageProducer struct {
 // Pods, by container name.
 type deploymentHistory struct {
 	containers map[string]*ContainerHistory
+	// version counts the changes to the history, so that a checkpoint is written only when
+	// there is something new to write.
+	version uint64
 }
 
 // PodsUsageReader is a UsageReader that reads usage from the Pods themselves: the poller, which
@@ -179,9 +182,10 @@ func (p *UsageProducer) observe(ctx context.Context, key types.NamespacedName) *
 		h = &deploymentHistory{containers: map[string]*ContainerHistory{}}
 		p.histories[key] = h
 	}
-	recommended := map[string]bool{}
+	// The requests of the Pod template now, which the samples of this read are taken under.
+	recommended := map[string]corev1.ResourceList{}
 	for _, c := range RecommendedContainers(&d.Spec.Template.Spec) {
-		recommended[c.Name] = true
+		recommended[c.Name] = requestsOf(c.Resources)
 	}
 	h.add(usage, pods, recommended, p.now())
 	return &observation{histories: h.containers, containers: len(recommended)}
@@ -226,9 +230,24 @@ func failed(err error) *observation {
 	return &observation{reason: v1alpha1.ReasonMetricsUnavailable, err: err}
 }
 
-// add adds the new samples and OOM kills of the recommended containers, forgets the Pods that
-// are gone, and the containers no longer recommended or without a sample for the whole window.
-func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended map[string]bool, now time.Time) {
+// requestsOf returns the requests a container runs with: its requests, and for a resource
+// with a limit but no request, the limit, as Kubernetes defaults a Pod's request.
+func requestsOf(r corev1.ResourceRequirements) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range r.Limits {
+		out[name] = q
+	}
+	for name, q := range r.Requests {
+		out[name] = q
+	}
+	return out
+}
+
+// add adds the new samples and OOM kills of the recommended containers (by name, with the
+// requests of the Pod template, which weigh their CPU samples), forgets the Pods that are gone,
+// and the containers no longer recommended or without a sample for the whole window. Any change
+// bumps the history's version.
+func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended map[string]corev1.ResourceList, now time.Time) {
 	history := func(name string) *ContainerHistory {
 		c := h.containers[name]
 		if c == nil {
@@ -237,10 +256,11 @@ func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended
 		}
 		return c
 	}
+	changed := false
 	for _, pod := range usage {
 		for name, u := range pod.Containers {
-			if recommended[name] {
-				history(name).AddSample(pod.Pod, u, pod.Timestamp)
+			if requests, ok := recommended[name]; ok && history(name).AddSample(pod.Pod, u, requests, pod.Timestamp) {
+				changed = true
 			}
 		}
 	}
@@ -250,17 +270,23 @@ func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended
 		pod := &pods[i]
 		listed[pod.Name] = true
 		for _, kill := range oomKills(pod) {
-			if recommended[kill.container] {
-				history(kill.container).RecordOOM(pod.Name, kill.finishedAt, kill.requestBytes)
+			if _, ok := recommended[kill.container]; ok && history(kill.container).RecordOOM(pod.Name, kill.finishedAt, kill.requestBytes) {
+				changed = true
 			}
 		}
 	}
 	for name, c := range h.containers {
-		if !recommended[name] || c.Expired(now) {
+		if _, ok := recommended[name]; !ok || c.Expired(now) {
 			delete(h.containers, name)
+			changed = true
 			continue
 		}
-		c.RetainPods(func(pod string) bool { return listed[pod] })
+		if c.RetainPods(func(pod string) bool { return listed[pod] }) {
+			changed = true
+		}
+	}
+	if changed {
+		h.version++
 	}
 }
 
