@@ -1,8 +1,6 @@
 package recommender
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -250,48 +248,4 @@ func (h *Histogram) Percentile(p float64) float64 {
 	}
 	// The last bucket has no end.
 	return h.options.BucketStart(bucket)
-}
-
-// HistogramState is a Histogram as plain data, for a checkpoint: the reference time and the
-// weight of each non-empty bucket, relative to the reference. Buckets and Weights have the same
-// length; Buckets are increasing.
-type HistogramState struct {
-	Reference time.Time `json:"reference"`
-	Buckets   []int     `json:"buckets"`
-	Weights   []float64 `json:"weights"`
-	Total     float64   `json:"total"`
-}
-
-// State returns the histogram's state.
-func (h *Histogram) State() HistogramState {
-	s := HistogramState{Reference: h.reference, Total: h.total,
-		Buckets: make([]int, len(h.buckets)), Weights: make([]float64, len(h.buckets))}
-	for i, b := range h.buckets {
-		s.Buckets[i], s.Weights[i] = int(b.bucket), b.weight
-	}
-	return s
-}
-
-// LoadState replaces the histogram's content with s, after checking that s fits its options.
-func (h *Histogram) LoadState(s HistogramState) error {
-	if len(s.Buckets) != len(s.Weights) {
-		return fmt.Errorf("%d buckets but %d weights", len(s.Buckets), len(s.Weights))
-	}
-	if math.IsNaN(s.Total) || math.IsInf(s.Total, 0) || s.Total < 0 {
-		return fmt.Errorf("total weight %v", s.Total)
-	}
-	buckets := make([]bucketWeight, 0, len(s.Buckets))
-	for i, b := range s.Buckets {
-		switch w := s.Weights[i]; {
-		case b < 0 || b >= h.options.NumBuckets():
-			return fmt.Errorf("bucket %d outside [0, %d)", b, h.options.NumBuckets())
-		case i > 0 && b <= s.Buckets[i-1]:
-			return errors.New("buckets not increasing")
-		case math.IsNaN(w) || math.IsInf(w, 0) || w <= 0:
-			return fmt.Errorf("bucket %d has weight %v", b, w)
-		}
-		buckets = append(buckets, bucketWeight{bucket: uint16(b), weight: s.Weights[i]})
-	}
-	h.reference, h.buckets, h.total = s.Reference, buckets, s.Total
-	return nil
 }

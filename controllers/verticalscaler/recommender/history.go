@@ -99,8 +99,10 @@ func (c *ContainerHistory) AddSample(pod string, usage, requests corev1.Resource
 	if q, ok := usage[corev1.ResourceCPU]; ok {
 		added = c.addCPU(p, q.AsApproximateFloat64(), CPUSampleWeight(requests), t)
 	}
-	if q, ok := usage[corev1.ResourceMemory]; ok && c.addMemory(p, q.AsApproximateFloat64(), t, false) {
-		added = true
+	if q, ok := usage[corev1.ResourceMemory]; ok {
+		if _, changed := c.addMemory(p, q.AsApproximateFloat64(), t, false); changed {
+			added = true
+		}
 	}
 	return added
 }
@@ -136,10 +138,14 @@ func (c *ContainerHistory) addCPU(p *podContainer, cores, weight float64, t time
 
 // addMemory is the VPA's ContainerState.addMemorySample: one peak per Pod and interval, stamped
 // with the interval's end. A higher sample within the interval replaces the peak.
-func (c *ContainerHistory) addMemory(p *podContainer, bytes float64, t time.Time, oom bool) bool {
+//
+// It says whether it took the sample (accepted) and whether the history changed: a new peak, or
+// a later sample, which the Pod's state records.
+func (c *ContainerHistory) addMemory(p *podContainer, bytes float64, t time.Time, oom bool) (accepted, changed bool) {
 	if bytes < 0 || (!oom && t.Before(p.lastMemory)) {
-		return false
+		return false, false
 	}
+	changed = !t.Equal(p.lastMemory)
 	p.lastMemory = t
 	if p.windowEnd.IsZero() {
 		p.windowEnd = t
@@ -165,7 +171,7 @@ func (c *ContainerHistory) addMemory(p *podContainer, bytes float64, t time.Time
 			p.memoryPeak = bytes
 		}
 	}
-	return true
+	return true, changed || addPeak
 }
 
 // RecordOOM records that pod's container was killed for lack of memory at finishedAt (its
@@ -183,7 +189,7 @@ func (c *ContainerHistory) RecordOOM(pod string, finishedAt time.Time, requestBy
 	// The VPA leaves out oomPeak here, so that OOM kills in a row do not compound.
 	used := max(requestBytes, p.memoryPeak)
 	needed := max(used+OOMMinBumpUpBytes, used*OOMBumpUpRatio)
-	if !c.addMemory(p, needed, finishedAt, true) {
+	if accepted, _ := c.addMemory(p, needed, finishedAt, true); !accepted {
 		return false
 	}
 	p.lastOOM = finishedAt

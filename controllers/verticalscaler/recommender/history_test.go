@@ -1,8 +1,6 @@
 package recommender
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -195,51 +193,6 @@ func TestContainerHistoryForgetsPodsAndExpires(t *testing.T) {
 	}
 	if !h.Expired(t0.Add(8 * 24 * time.Hour)) {
 		t.Error("not expired after 8 days without a sample")
-	}
-}
-
-func TestHistogramStateRoundTrip(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	h := NewHistogram(&CPUHistogramOptions, UsageHalfLife)
-	for i, v := range []float64{0.1, 0.5, 0.5, 2, 0.3} {
-		h.AddSample(v, minSampleWeight, t0.Add(time.Duration(i)*time.Hour))
-	}
-	data, err := json.Marshal(h.State())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var state HistogramState
-	if err := json.Unmarshal(data, &state); err != nil {
-		t.Fatal(err)
-	}
-	restored := NewHistogram(&CPUHistogramOptions, UsageHalfLife)
-	if err := restored.LoadState(state); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []float64{0.1, 0.5, 0.9, 0.95} {
-		if got, want := restored.Percentile(p), h.Percentile(p); got != want {
-			t.Errorf("Percentile(%v) = %v after a round trip, want %v", p, got, want)
-		}
-	}
-	// Samples after the round trip weigh as they would have.
-	h.AddSample(3, minSampleWeight, t0.Add(30*time.Hour))
-	restored.AddSample(3, minSampleWeight, t0.Add(30*time.Hour))
-	if diff := cmp.Diff(h.State(), restored.State()); diff != "" {
-		t.Errorf("(-original +restored):\n%s", diff)
-	}
-
-	for _, tc := range []struct {
-		state HistogramState
-		want  string
-	}{
-		{HistogramState{Buckets: []int{1}, Weights: nil}, "1 buckets but 0 weights"},
-		{HistogramState{Buckets: []int{176}, Weights: []float64{1}, Total: 1}, "outside"},
-		{HistogramState{Buckets: []int{3, 2}, Weights: []float64{1, 1}, Total: 2}, "not increasing"},
-		{HistogramState{Buckets: []int{3}, Weights: []float64{-1}, Total: 1}, "weight -1"},
-	} {
-		if err := NewHistogram(&CPUHistogramOptions, UsageHalfLife).LoadState(tc.state); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("LoadState(%+v) error = %v, want %q", tc.state, err, tc.want)
-		}
 	}
 }
 
