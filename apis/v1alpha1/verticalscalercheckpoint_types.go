@@ -17,7 +17,10 @@ type VerticalScalerCheckpointSpec struct {
 
 // VerticalScalerCheckpointStatus is the usage history the verticalscaler keeps in memory for a
 // Deployment, as it was when written. Without a status subresource: the checkpoint is written
-// whole, in one request, by its one writer.
+// whole, in one request, by its one writer. Atomic for server-side apply: the writer always sends
+// all of it, and one entry in managedFields for the whole status is less than the status itself,
+// where an entry per container, Pod and field would be more.
+// +structType=atomic
 type VerticalScalerCheckpointStatus struct {
 	// Version is the version of the encoding. The verticalscaler reads back only its own, and
 	// reports a checkpoint of another version (or one it cannot decode) in an Event on the

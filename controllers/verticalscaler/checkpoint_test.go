@@ -123,7 +123,13 @@ func TestRestartedManagerRecommendsWhatTheLastOneDid(t *testing.T) {
 		t.Errorf("the checkpoint's owner, which the garbage collector deletes it with (-want +got):\n%s", diff)
 	}
 	if data, err := json.Marshal(cp); err == nil {
-		t.Logf("checkpoint of 1 container, 2 Pods, %d samples: %d bytes as stored, managed fields included", cp.Status.Containers[0].Samples, len(data))
+		managed, _ := json.Marshal(cp.ManagedFields)
+		// What the API server adds to what the poller sends.
+		sent := cp.DeepCopy()
+		sent.ManagedFields, sent.UID, sent.ResourceVersion, sent.Generation, sent.CreationTimestamp = nil, "", "", 0, metav1.Time{}
+		sentData, _ := json.Marshal(sent)
+		t.Logf("checkpoint of 1 container, 2 Pods, %d samples: %d bytes as stored, %d more than sent, of which managed fields %d",
+			cp.Status.Containers[0].Samples, len(data), len(data)-len(sentData)+len(`,"creationTimestamp":null`), len(managed))
 	}
 	// The old manager's last recommendation, drawn from its whole history.
 	forgetRecommendation(t, vs)
