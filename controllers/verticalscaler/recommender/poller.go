@@ -188,7 +188,7 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 			delete(p.histories, key)
 		}
 	}
-	restores.log(log, "Reading checkpoints failed; their Deployments' usage waits for the next cycle")
+	restores.log(ctx, "Reading checkpoints failed; their Deployments' usage waits for the next cycle")
 	p.writeCheckpoints(ctx, list.Items)
 }
 

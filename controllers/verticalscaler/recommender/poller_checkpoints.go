@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -82,9 +81,9 @@ func (f *failures) add(err error) {
 	f.n++
 }
 
-func (f *failures) log(log logr.Logger, msg string) {
+func (f *failures) log(ctx context.Context, msg string) {
 	if f.n > 0 {
-		log.Error(f.first, msg, "failures", f.n)
+		logf.FromContext(ctx).Error(f.first, msg, "failures", f.n)
 	}
 }
 
@@ -210,7 +209,7 @@ func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1
 		}
 		p.written[client.ObjectKeyFromObject(c.vs)] = checkpointMark{at: now, deployment: c.vs.Spec.DeploymentName, version: c.h.version}
 	}
-	failed.log(logf.FromContext(ctx), "Writing checkpoints failed; they are tried again on a later cycle")
+	failed.log(ctx, "Writing checkpoints failed; they are tried again on a later cycle")
 }
 
 // writeCheckpoint writes vs's checkpoint of history h at time now: the whole object, by
