@@ -103,7 +103,7 @@ func (h *Histogram) LoadCheckpoint(cp v1alpha1.HistogramCheckpoint) error {
 		return errors.New("buckets with weights but no total weight")
 	case sum > 0 && cp.ReferenceTime == nil:
 		return errors.New("weights without a reference time")
-	case sum > 0 && !cp.ReferenceTime.Time.Equal(cp.ReferenceTime.Time.Round(h.halfLife)):
+	case sum > 0 && !cp.ReferenceTime.Time.Equal(cp.ReferenceTime.Round(h.halfLife)):
 		// The histogram moves its reference by whole half-lives: from anywhere else, the move
 		// would scale old samples by a rounded factor.
 		return fmt.Errorf("reference time %s is not a whole number of half-lives (%s)", cp.ReferenceTime.UTC().Format(time.RFC3339), h.halfLife)

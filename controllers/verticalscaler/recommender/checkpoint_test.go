@@ -71,7 +71,7 @@ var histograms = []struct {
 	{name: "steady cpu", options: &CPUHistogramOptions, days: 3, sample: func(rng *rand.Rand, _ int) (float64, float64) {
 		return 0.25 * (1 + 0.1*(rng.Float64()-0.5)), 0.1
 	}},
-	{name: "spiky cpu, weighted by request", options: &CPUHistogramOptions, days: 8, sample: func(rng *rand.Rand, i int) (float64, float64) {
+	{name: "spiky cpu, weighted by request", options: &CPUHistogramOptions, days: 8, sample: func(rng *rand.Rand, _ int) (float64, float64) {
 		if rng.Float64() < 0.03 {
 			return 1.8 * (1 + 0.2*(rng.Float64()-0.5)), 2
 		}
@@ -81,7 +81,7 @@ var histograms = []struct {
 		wave := (1 + math.Sin(2*math.Pi*float64(i)/(24*60))) / 2
 		return (0.05 + 3*wave) * (1 + 0.1*(rng.Float64()-0.5)), 1
 	}},
-	{name: "memory peaks", options: &MemoryHistogramOptions, days: 8, sample: func(rng *rand.Rand, i int) (float64, float64) {
+	{name: "memory peaks", options: &MemoryHistogramOptions, days: 8, sample: func(rng *rand.Rand, _ int) (float64, float64) {
 		return (200 + 400*rng.Float64()) * mib, 0.1
 	}},
 }

@@ -22,8 +22,8 @@ import (
 )
 
 // DefaultCheckpointInterval is the default least time between two checkpoints of one
-// VerticalScaler. A restarted manager loses at most this much history, a few minutes of a
-// history that decays over days, while 10,000 VerticalScalers cost about 17 writes a second.
+// VerticalScaler: a restarted manager loses at most this much of a history that decays over
+// days, and each VerticalScaler costs one write per interval at most.
 const DefaultCheckpointInterval = 10 * time.Minute
 
 // minCheckpointWritesPerCycle is the least number of checkpoints a cycle may write, whatever
