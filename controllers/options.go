@@ -52,6 +52,7 @@ type Options struct {
 	SourceBufferSize        int
 	UsageSource             string
 	UsageInterval           time.Duration
+	CheckpointInterval      time.Duration
 	TriggerBindAddress      string
 	TriggerTokenFile        string
 	TriggerSecure           bool
@@ -77,7 +78,9 @@ func NewOptions() *Options {
 		SourceBufferSize: sources.DefaultBufferSize,
 		UsageSource:      recommender.UsageFromMetricsAPI,
 		UsageInterval:    recommender.DefaultUsageInterval,
-		TriggerSecure:    true,
+		// A restart loses at most this much usage history (README, the verticalscaler).
+		CheckpointInterval: recommender.DefaultCheckpointInterval,
+		TriggerSecure:      true,
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
 		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
 	}
@@ -102,6 +105,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.IntVar(&o.SourceBufferSize, "source-buffer-size", o.SourceBufferSize, "Events each controller's channel of each source holds before new ones are dropped and counted.")
 	fs.StringVar(&o.UsageSource, "usage-source", o.UsageSource, "Where the verticalscaler's metrics source reads Pod usage: "+strings.Join(recommender.UsageSources, ", ")+" ('pod-annotations' reads "+recommender.UsageAnnotationPrefix+"<container> annotations such as 'cpu=250m,memory=128Mi', for clusters without metrics-server).")
 	fs.DurationVar(&o.UsageInterval, "usage-interval", o.UsageInterval, "How often the metrics source reads Pod usage.")
+	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "Least time between two writes of a VerticalScaler's usage history to its VerticalScalerCheckpoint, which a restarted or newly elected manager reads back; 0 neither writes nor reads checkpoints.")
 	fs.StringVar(&o.TriggerBindAddress, "trigger-bind-address", o.TriggerBindAddress, "Address of the HTTP trigger (POST /trigger/{controller} with {\"namespace\", \"name\"} or a list), for example ':8082'; empty turns it off. Needs --trigger-token-file.")
 	fs.StringVar(&o.TriggerTokenFile, "trigger-token-file", o.TriggerTokenFile, "File holding the bearer token that callers of the HTTP trigger must present; read at start.")
 	fs.BoolVar(&o.TriggerSecure, "trigger-secure", o.TriggerSecure, "Serve the HTTP trigger over HTTPS (HTTP/1.1 only).")
@@ -144,6 +148,8 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		return Selection{}, fmt.Errorf("--usage-source must be one of %s, got %q", strings.Join(recommender.UsageSources, ", "), o.UsageSource)
 	case o.UsageInterval <= 0:
 		return Selection{}, fmt.Errorf("--usage-interval must be positive, got %s", o.UsageInterval)
+	case o.CheckpointInterval < 0:
+		return Selection{}, fmt.Errorf("--checkpoint-interval must not be negative, got %s", o.CheckpointInterval)
 	case o.TriggerBindAddress != "" && o.TriggerTokenFile == "":
 		return Selection{}, errors.New("--trigger-bind-address needs --trigger-token-file: the HTTP trigger never runs without a token")
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -111,5 +112,16 @@ func TestRejectsNonFiniteQPS(t *testing.T) {
 	o.KubeAPIQPS = math.Inf(1)
 	if _, err := o.Resolve(Table()); err == nil || !strings.Contains(err.Error(), "--kube-api-qps must be a finite number") {
 		t.Errorf("Resolve() = %v, want a --kube-api-qps error", err)
+	}
+}
+
+func TestRejectsNegativeCheckpointInterval(t *testing.T) {
+	o := NewOptions()
+	if o.CheckpointInterval != 10*time.Minute {
+		t.Errorf("--checkpoint-interval defaults to %s, want 10m", o.CheckpointInterval)
+	}
+	o.CheckpointInterval = -time.Second
+	if _, err := o.Resolve(Table()); err == nil || !strings.Contains(err.Error(), "--checkpoint-interval must not be negative") {
+		t.Errorf("Resolve() = %v, want a --checkpoint-interval error", err)
 	}
 }

@@ -172,8 +172,12 @@ func Table() []Controller {
 					if err != nil {
 						return nil, err
 					}
+					// Checkpoints are read uncached too: each once, after a restart or a leader
+					// change.
 					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetAPIReader(), Usage: usage, Interval: o.UsageInterval,
-						Threshold: recommender.Tolerance, Reports: usageReports}
+						Threshold: recommender.Tolerance, Reports: usageReports,
+						CheckpointInterval: o.CheckpointInterval, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
+						FieldManager: verticalscaler.ControllerName, Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}
 					return poller.Run, nil
 				},
 			}},

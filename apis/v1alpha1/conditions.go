@@ -106,6 +106,10 @@ const (
 	// ReasonRecommendationApplied: the controller wrote the recommendation to the Deployment
 	// (Normal); the note says which requests moved from what to what.
 	ReasonRecommendationApplied = "RecommendationApplied"
+	// ReasonCheckpointInvalid: the VerticalScalerCheckpoint of the VerticalScaler could not be
+	// read back (another version of the encoding, or data that does not decode), so its usage
+	// history starts over (Warning); the note says why. The next checkpoint replaces it.
+	ReasonCheckpointInvalid = "CheckpointInvalid"
 )
 
 // Reasons of the configmapwatcher's Events on a workload.

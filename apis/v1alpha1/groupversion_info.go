@@ -21,7 +21,8 @@ var (
 // addKnownTypes registers every kind of this package, and the meta types (ListOptions and
 // friends) of its group version.
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &MyApp{}, &MyAppList{}, &VerticalScaler{}, &VerticalScalerList{})
+	scheme.AddKnownTypes(GroupVersion, &MyApp{}, &MyAppList{}, &VerticalScaler{}, &VerticalScalerList{},
+		&VerticalScalerCheckpoint{}, &VerticalScalerCheckpointList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -33,6 +33,13 @@
 // (status.lastAppliedTime); an unchanged recommendation writes nothing. Each write is a
 // RecommendationApplied Event on the VerticalScaler naming the requests that moved.
 //
+// Owns a VerticalScalerCheckpoint per VerticalScaler, of its name, written by the usage poller
+// (server-side apply, field manager "verticalscaler") with the VerticalScaler as its controller
+// owner, so that the garbage collector deletes it with the VerticalScaler: the usage history,
+// written at most once per --checkpoint-interval and only when it changed, read back by a
+// restarted or newly elected manager. One that cannot be read back is a CheckpointInvalid
+// Warning Event on the VerticalScaler, and the history starts over.
+//
 // Status: DeploymentFound, RecommendationProvided, Applied and Ready, computed in one place
 // (computeStatus), and the recommendation with what it rests on (samples, history window, last
 // OOM kill, the percentiles used). A policy naming a container the Deployment does not have, or

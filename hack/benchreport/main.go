@@ -54,6 +54,8 @@ var targets = []Target{
 	{"BenchmarkMemoryAndLatency/configmaps=10000", "KiB/extra-configmap", "configmapwatcher manager anonymous memory per extra ConfigMap, 2,000 to 10,000 (issue 6)", true, 1},
 	{"BenchmarkMemoryAndLatency/configmaps=10000", "p90-ms", "ConfigMap update to Pod template change, p90 of 50 updates (issue 6)", true, 50},
 	{"BenchmarkSharedDeploymentsSteadyState", "steady-writes", "writes in a minute after a forced resync, three controllers on 20 shared Deployments (issue 8)", true, 0},
+	{"BenchmarkCheckpointWrites", "writes/scaler/interval", "verticalscaler checkpoint writes per VerticalScaler per --checkpoint-interval (10m), mean over a simulated hour, 10,000 VerticalScalers (issue 17)", true, 1},
+	{"BenchmarkCheckpointWrites", "max-writes/scaler/interval", "verticalscaler checkpoint writes of one VerticalScaler within any --checkpoint-interval, the most over a simulated hour, 10,000 VerticalScalers (issue 17)", true, 1},
 	{"BenchmarkRecommenderMemory", "KiB/container", "verticalscaler recommender memory per tracked container, histograms and per-Pod state included, 10,000 VerticalScalers x 2 containers x 2 Pods after a day of reads (issue 17)", true, 2},
 	{"BenchmarkSummary", "cpu-MB/s", "manager logs summary throughput per CPU-second, one core, generated log (issue 7)", false, 300},
 	{"BenchmarkSummary", "peak-MiB", "manager logs summary peak RSS of a process running the analyzer alone (the manager binary adds its own pages: see issue 7 notes)", true, 50},

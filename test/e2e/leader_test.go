@@ -30,14 +30,16 @@ const acquired = "Successfully acquired lease"
 
 // TestLeaderElection runs two managers with --leader-elect: only the one holding the Lease
 // starts its controllers; killed with SIGKILL (so it cannot hand the Lease over), the other
-// takes over within the Lease duration and finishes the work.
+// takes over within the Lease duration and finishes the work. The new leader's first
+// recommendation for a VerticalScaler is the old leader's last, read back from its checkpoint,
+// which the garbage collector deletes with the VerticalScaler.
 func TestLeaderElection(t *testing.T) {
 	c := newCluster(t)
 	args := c.deploy(t, "default")
 	kubeconfig, _ := c.serviceAccountKubeconfig(t)
 	ns := testenv.Namespace(t, c.admin, "e2e-leader-")
-	a := startManager(t, kubeconfig, args)
-	b := startManager(t, kubeconfig, args)
+	a := startManager(t, kubeconfig, args, checkpointArgs...)
+	b := startManager(t, kubeconfig, args, checkpointArgs...)
 
 	var leader, follower *testenv.Process
 	eventually(t, 60*time.Second, func() error {
@@ -58,11 +60,19 @@ func TestLeaderElection(t *testing.T) {
 	if log := follower.Output(); strings.Contains(log, acquired) || strings.Contains(log, "Starting workers") {
 		t.Fatalf("the follower started its controllers while the leader ran:\n%s", log)
 	}
+	// The leader's last recommendation, from a history its checkpoint holds whole.
+	sized := newSizedWorkload(t, c, ns)
+	sized.recommendation(t, time.Minute)
+	time.Sleep(3 * time.Second)
+	sized.stopUsage(t)
+	sized.forget(t)
+	before := sized.recommendation(t, 30*time.Second)
 
 	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
+	sized.forget(t)
 	createMyApp(t, c, ns, "second", 2)
 	eventually(t, takeoverBound+30*time.Second, func() error {
 		if !strings.Contains(follower.Output(), acquired) {
@@ -77,6 +87,9 @@ func TestLeaderElection(t *testing.T) {
 		t.Errorf("takeover took %s, more than the Lease duration and a jittered retry (%s)", takeover, takeoverBound)
 	}
 	myAppRuns(t, c, ns, "second")
+	// The Pods report no usage any more: the new leader recommends from the checkpoint alone.
+	sameRecommendation(t, before, sized.recommendation(t, 30*time.Second))
+	sized.deletedWithItsVerticalScaler(t)
 }
 
 // myAppRuns creates the MyApp (2 replicas) if it does not exist and waits until it runs with every replica

@@ -1,6 +1,8 @@
 package recommender
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,7 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
 )
 
 // benchSetting reads a positive integer from the environment, else def (or smoke under
@@ -71,6 +77,10 @@ func (r *reader) read(pods []corev1.Pod, at time.Time, i int) []PodUsage {
 	return r.usage
 }
 
+// benchRequests are the requests of the benchmarks' containers in their Pod template; the CPU
+// request weighs each CPU sample.
+var benchRequests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+
 func benchPods(deployment string, n int) []corev1.Pod {
 	pods := make([]corev1.Pod, n)
 	for i := range pods {
@@ -87,7 +97,7 @@ func benchPods(deployment string, n int) []corev1.Pod {
 //	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench RecommenderSample
 func BenchmarkRecommenderSample(b *testing.B) {
 	containers := []string{"app", "proxy"}
-	recommended := map[string]bool{"app": true, "proxy": true}
+	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	pods := benchPods("web", 2)
 	r := newReader(1, len(pods), containers)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -127,14 +137,15 @@ func BenchmarkRecommenderSample(b *testing.B) {
 // histories of SWITCHBOARD_BENCH_SCALERS Deployments (10,000; 100 under SWITCHBOARD_BENCH_SMOKE),
 // one VerticalScaler each, of 2 containers and 2 Pods, after SWITCHBOARD_BENCH_HOURS (24) of
 // one read a minute, measured as live heap after a GC, divided by the containers. It includes
-// the histograms, the per-Pod state and the maps that hold them.
+// the histograms, the per-Pod state, the maps that hold them, and what the poller remembers of
+// each VerticalScaler's last checkpoint.
 //
 //	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench RecommenderMemory -benchtime 1x
 func BenchmarkRecommenderMemory(b *testing.B) {
 	scalers := benchSetting("SWITCHBOARD_BENCH_SCALERS", 10000, 100)
 	hours := benchSetting("SWITCHBOARD_BENCH_HOURS", 24, 2)
 	containers := []string{"app", "proxy"}
-	recommended := map[string]bool{"app": true, "proxy": true}
+	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for b.Loop() {
 		r := newReader(3, 2, containers)
@@ -142,6 +153,7 @@ func BenchmarkRecommenderMemory(b *testing.B) {
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
 		p := &UsageProducer{histories: map[types.NamespacedName]*deploymentHistory{}}
+		p.written = map[types.NamespacedName]checkpointMark{}
 		for d := range scalers {
 			key := types.NamespacedName{Namespace: "bench", Name: fmt.Sprintf("web-%d", d)}
 			h := &deploymentHistory{containers: map[string]*ContainerHistory{}}
@@ -151,6 +163,8 @@ func BenchmarkRecommenderMemory(b *testing.B) {
 				at := t0.Add(time.Duration(i) * time.Minute)
 				h.add(r.read(pods, at, i+d), pods, recommended, at)
 			}
+			// What the poller remembers of the VerticalScaler's last checkpoint.
+			p.written[key] = checkpointMark{at: t0, deployment: key.Name, version: h.version}
 		}
 		runtime.GC()
 		var after runtime.MemStats
@@ -159,5 +173,126 @@ func BenchmarkRecommenderMemory(b *testing.B) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/tracked/1024, "KiB/container")
 		b.ReportMetric(tracked, "containers")
 		runtime.KeepAlive(p)
+	}
+}
+
+// benchWriter is a client that counts the checkpoints written through it: by VerticalScaler,
+// the times of its writes on the benchmark's clock, and the size of the last object sent.
+type benchWriter struct {
+	client.Writer
+	now    *time.Time
+	writes map[string][]time.Time
+	bytes  int
+}
+
+func (w *benchWriter) Apply(_ context.Context, obj kruntime.ApplyConfiguration, _ ...client.ApplyOption) error {
+	u := obj.(interface{ GetName() string })
+	w.writes[u.GetName()] = append(w.writes[u.GetName()], *w.now)
+	if data, err := json.Marshal(obj); err == nil {
+		w.bytes = len(data)
+	}
+	return nil
+}
+
+// BenchmarkCheckpointWrites drives the checkpoint writer with a fake clock over a simulated
+// hour (SWITCHBOARD_BENCH_MINUTES, 60) at SWITCHBOARD_BENCH_SCALERS VerticalScalers (10,000; 100
+// under SWITCHBOARD_BENCH_SMOKE), each of its own Deployment of 2 Pods with 2 containers, read
+// once a minute, checkpointed every 10 minutes (the defaults), against a client that counts the
+// writes. Every VerticalScaler is due at the start, as after a restart with no checkpoints. It
+// reports the writes in the hour, the writes per VerticalScaler and interval (the mean, and the
+// most in any interval-long window of one VerticalScaler: the bound is 1), the most in
+// a cycle, and the size of a checkpoint sent at the end of the hour.
+//
+//	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench CheckpointWrites -benchtime 1x
+func BenchmarkCheckpointWrites(b *testing.B) {
+	scalers := benchSetting("SWITCHBOARD_BENCH_SCALERS", 10000, 100)
+	minutes := benchSetting("SWITCHBOARD_BENCH_MINUTES", 60, 60)
+	const interval = DefaultCheckpointInterval
+	containers := []string{"app", "proxy"}
+	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for b.Loop() {
+		now := t0
+		w := &benchWriter{now: &now, writes: map[string][]time.Time{}}
+		p := &UsageProducer{Interval: DefaultUsageInterval, CheckpointInterval: interval, CheckpointReader: fakeReader{},
+			CheckpointWriter: w, FieldManager: "verticalscaler", Now: func() time.Time { return now },
+			histories: map[types.NamespacedName]*deploymentHistory{}, written: map[types.NamespacedName]checkpointMark{}}
+		list := make([]v1alpha1.VerticalScaler, scalers)
+		pods := make([][]corev1.Pod, scalers)
+		for d := range list {
+			name := fmt.Sprintf("web-%d", d)
+			list[d] = v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(name)},
+				Spec: v1alpha1.VerticalScalerSpec{DeploymentName: name}}
+			p.histories[types.NamespacedName{Namespace: "bench", Name: name}] = &deploymentHistory{containers: map[string]*ContainerHistory{}}
+			pods[d] = benchPods(name, 2)
+		}
+		r := newReader(7, 2, containers)
+		most := 0
+		for i := range minutes {
+			now = t0.Add(time.Duration(i) * time.Minute)
+			// The cycle's reads, then its writes, as the poller runs them.
+			for d := range list {
+				h := p.histories[types.NamespacedName{Namespace: "bench", Name: list[d].Name}]
+				h.add(r.read(pods[d], now, i+d), pods[d], recommended, now)
+			}
+			before := w.total()
+			p.writeCheckpoints(context.Background(), list)
+			most = max(most, w.total()-before)
+		}
+		intervals := float64(minutes) / interval.Minutes()
+		b.ReportMetric(float64(w.total())*60/float64(minutes), "writes/hour")
+		b.ReportMetric(float64(w.total())/float64(scalers)/intervals, "writes/scaler/interval")
+		b.ReportMetric(float64(w.mostInAnInterval(interval)), "max-writes/scaler/interval")
+		b.ReportMetric(float64(most), "max-writes/cycle")
+		b.ReportMetric(float64(w.bytes), "bytes/checkpoint")
+	}
+}
+
+// total is how many checkpoints were written.
+func (w *benchWriter) total() int {
+	n := 0
+	for _, at := range w.writes {
+		n += len(at)
+	}
+	return n
+}
+
+// mostInAnInterval is the most checkpoints of one VerticalScaler written within any window
+// shorter than interval.
+func (w *benchWriter) mostInAnInterval(interval time.Duration) int {
+	most := 0
+	for _, at := range w.writes {
+		for i := range at {
+			n := 0
+			for j := i; j < len(at) && at[j].Sub(at[i]) < interval; j++ {
+				n++
+			}
+			most = max(most, n)
+		}
+	}
+	return most
+}
+
+// fakeReader finds no checkpoint: the benchmark starts with none.
+type fakeReader struct{ client.Reader }
+
+// BenchmarkCheckpointSize reports the size of the checkpoint of a VerticalScaler of 2
+// containers and 2 Pods after a day of reads once a minute (a daily wave with noise, so that
+// the histograms span as many buckets as a busy service's), as the poller sends it: the JSON of
+// the whole object. The API server adds its metadata (uid, resourceVersion, creationTimestamp,
+// managedFields) to what it stores.
+//
+//	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench CheckpointSize -benchtime 1x
+func BenchmarkCheckpointSize(b *testing.B) {
+	h, end := dayOfHistory()
+	vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "web", UID: "7d3e0f4c-7b0e-4d5c-9a53-4f0b3a3f2a61"},
+		Spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web"}}
+	for b.Loop() {
+		w := &benchWriter{now: &end, writes: map[string][]time.Time{}}
+		p := &UsageProducer{CheckpointWriter: w, FieldManager: "verticalscaler"}
+		if err := p.writeCheckpoint(context.Background(), vs, h, end); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(w.bytes), "bytes/checkpoint")
 	}
 }

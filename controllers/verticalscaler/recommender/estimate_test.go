@@ -31,7 +31,7 @@ func TestEstimate(t *testing.T) {
 	day := func(usage func(i int) corev1.ResourceList) *ContainerHistory {
 		h := NewContainerHistory()
 		for i := 0; i <= 1440; i++ {
-			h.AddSample("web-1", usage(i), t0.Add(time.Duration(i)*time.Minute))
+			h.AddSample("web-1", usage(i), nil, t0.Add(time.Duration(i)*time.Minute))
 		}
 		return h
 	}
@@ -100,7 +100,7 @@ func TestEstimate(t *testing.T) {
 			name: "a single sample: the widest bounds", containers: 1, policy: DefaultPolicy,
 			history: func() *ContainerHistory {
 				h := NewContainerHistory()
-				h.AddSample("web-1", list("500m", "1Gi"), t0)
+				h.AddSample("web-1", list("500m", "1Gi"), nil, t0)
 				return h
 			}(),
 			want: Estimate{Target: list("588m", "1182Mi"), LowerBound: list("25m", "250Mi"), UpperBound: list("1000", "953675Mi"),

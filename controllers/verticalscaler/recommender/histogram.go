@@ -1,8 +1,6 @@
 package recommender
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -46,13 +44,14 @@ var (
 	MemoryHistogramOptions = NewHistogramOptions(1e7, 1.05, 1e12, histogramEpsilon)
 )
 
-// sampleWeight is the weight of every usage sample before decay, and histogramEpsilon the weight
-// under which a bucket counts as empty: the VPA's minSampleWeight and epsilon. Their ratio is
-// what matters: a sample still counts after about 10 half-lives (2^-10 > 0.001), which covers the
-// 8 days the VPA means to remember.
+// minSampleWeight is the weight before decay of every memory peak and the least weight of a CPU
+// sample (CPUSampleWeight), and histogramEpsilon the weight under which a bucket counts as
+// empty: the VPA's minSampleWeight and epsilon. Their ratio is what matters: a sample still
+// counts after about 10 half-lives (2^-10 > 0.001), which covers the 8 days the VPA means to
+// remember.
 const (
-	sampleWeight     = 0.1
-	histogramEpsilon = 0.001 * sampleWeight
+	minSampleWeight  = 0.1
+	histogramEpsilon = 0.001 * minSampleWeight
 )
 
 // maxDecayExponent bounds the exponent of a sample's weight, 2^((t-reference)/halfLife): past it,
@@ -249,48 +248,4 @@ func (h *Histogram) Percentile(p float64) float64 {
 	}
 	// The last bucket has no end.
 	return h.options.BucketStart(bucket)
-}
-
-// HistogramState is a Histogram as plain data, for a checkpoint: the reference time and the
-// weight of each non-empty bucket, relative to the reference. Buckets and Weights have the same
-// length; Buckets are increasing.
-type HistogramState struct {
-	Reference time.Time `json:"reference"`
-	Buckets   []int     `json:"buckets"`
-	Weights   []float64 `json:"weights"`
-	Total     float64   `json:"total"`
-}
-
-// State returns the histogram's state.
-func (h *Histogram) State() HistogramState {
-	s := HistogramState{Reference: h.reference, Total: h.total,
-		Buckets: make([]int, len(h.buckets)), Weights: make([]float64, len(h.buckets))}
-	for i, b := range h.buckets {
-		s.Buckets[i], s.Weights[i] = int(b.bucket), b.weight
-	}
-	return s
-}
-
-// LoadState replaces the histogram's content with s, after checking that s fits its options.
-func (h *Histogram) LoadState(s HistogramState) error {
-	if len(s.Buckets) != len(s.Weights) {
-		return fmt.Errorf("%d buckets but %d weights", len(s.Buckets), len(s.Weights))
-	}
-	if math.IsNaN(s.Total) || math.IsInf(s.Total, 0) || s.Total < 0 {
-		return fmt.Errorf("total weight %v", s.Total)
-	}
-	buckets := make([]bucketWeight, 0, len(s.Buckets))
-	for i, b := range s.Buckets {
-		switch w := s.Weights[i]; {
-		case b < 0 || b >= h.options.NumBuckets():
-			return fmt.Errorf("bucket %d outside [0, %d)", b, h.options.NumBuckets())
-		case i > 0 && b <= s.Buckets[i-1]:
-			return errors.New("buckets not increasing")
-		case math.IsNaN(w) || math.IsInf(w, 0) || w <= 0:
-			return fmt.Errorf("bucket %d has weight %v", b, w)
-		}
-		buckets = append(buckets, bucketWeight{bucket: uint16(b), weight: s.Weights[i]})
-	}
-	h.reference, h.buckets, h.total = s.Reference, buckets, s.Total
-	return nil
 }

@@ -30,12 +30,15 @@ const (
 // keeps a decaying histogram of CPU samples and one of memory peaks, one peak per Pod and
 // MemoryAggregationInterval, raised by OOM kills. It is not safe for concurrent use.
 //
-// It follows the VPA recommender (v1.8.1) in every rule that decides a recommendation: every CPU
-// sample weighs the same (the VPA stopped weighting them by the container's request in v1.4.0:
-// the request it passed had long been zero, kubernetes/autoscaler#7818), memory samples count through
-// per-interval peaks, an OOM kill adds a peak of max(used + 100 MiB, used × 1.2) where used is
-// the larger of the container's memory request and its peak in the current interval, and the
-// bounds widen when the history is short.
+// It follows the VPA recommender (v1.8.1) in every rule that decides a recommendation but one:
+// memory samples count through per-interval peaks, an OOM kill adds a peak of
+// max(used + 100 MiB, used × 1.2) where used is the larger of the container's memory request and
+// its peak in the current interval, and the bounds widen when the history is short. The one: a
+// CPU sample weighs the container's CPU request in cores, at least 0.1 (CPUSampleWeight), as the
+// VPA's did until v1.4.0. The VPA dropped the weighting because the request its feeder passed had
+// long been zero (kubernetes/autoscaler#7818), so every sample already weighed 0.1; we keep it
+// because a container that ran with a larger request had more room, so its usage says more
+// about what it needs than usage squeezed under a small request.
 type ContainerHistory struct {
 	// CPU holds CPU samples in cores.
 	CPU Histogram
@@ -85,25 +88,43 @@ func (c *ContainerHistory) pod(name string) *podContainer {
 	return p
 }
 
-// AddSample adds one observation of the usage of pod's container at t. A resource missing from
-// usage is not sampled; a sample not newer than the last one of the Pod (the same measurement
-// read twice, or an older one) is dropped.
-func (c *ContainerHistory) AddSample(pod string, usage corev1.ResourceList, t time.Time) {
+// AddSample adds one observation of the usage of pod's container at t, taken while the
+// container requested requests (its Pod template's requests then; nil for none), and says
+// whether it recorded anything. A resource missing from usage is not sampled; a sample not newer
+// than the last one of the Pod (the same measurement read twice, or an older one) is dropped.
+// The CPU sample weighs CPUSampleWeight(requests).
+func (c *ContainerHistory) AddSample(pod string, usage, requests corev1.ResourceList, t time.Time) bool {
 	p := c.pod(pod)
+	added := false
 	if q, ok := usage[corev1.ResourceCPU]; ok {
-		c.addCPU(p, q.AsApproximateFloat64(), t)
+		added = c.addCPU(p, q.AsApproximateFloat64(), CPUSampleWeight(requests), t)
 	}
 	if q, ok := usage[corev1.ResourceMemory]; ok {
-		c.addMemory(p, q.AsApproximateFloat64(), t, false)
+		if _, changed := c.addMemory(p, q.AsApproximateFloat64(), t, false); changed {
+			added = true
+		}
 	}
+	return added
 }
 
-// addCPU is the VPA's ContainerState.addCPUSample and AggregateContainerState.addCPUSample.
-func (c *ContainerHistory) addCPU(p *podContainer, cores float64, t time.Time) {
-	if cores < 0 || !t.After(p.lastCPU) {
-		return
+// CPUSampleWeight is the weight of a CPU sample taken while the container requested requests:
+// its CPU request in cores, and at least minSampleWeight (0.1 core), so that a container
+// without a request still counts. The VPA's formula before v1.4.0.
+func CPUSampleWeight(requests corev1.ResourceList) float64 {
+	q, ok := requests[corev1.ResourceCPU]
+	if !ok {
+		return minSampleWeight
 	}
-	c.CPU.AddSample(cores, sampleWeight, t)
+	return max(q.AsApproximateFloat64(), minSampleWeight)
+}
+
+// addCPU is the VPA's ContainerState.addCPUSample and AggregateContainerState.addCPUSample, with
+// the sample's weight given.
+func (c *ContainerHistory) addCPU(p *podContainer, cores, weight float64, t time.Time) bool {
+	if cores < 0 || !t.After(p.lastCPU) {
+		return false
+	}
+	c.CPU.AddSample(cores, weight, t)
 	p.lastCPU = t
 	if t.After(c.LastSample) {
 		c.LastSample = t
@@ -112,14 +133,19 @@ func (c *ContainerHistory) addCPU(p *podContainer, cores float64, t time.Time) {
 		c.FirstSample = t
 	}
 	c.Samples++
+	return true
 }
 
 // addMemory is the VPA's ContainerState.addMemorySample: one peak per Pod and interval, stamped
 // with the interval's end. A higher sample within the interval replaces the peak.
-func (c *ContainerHistory) addMemory(p *podContainer, bytes float64, t time.Time, oom bool) bool {
+//
+// It says whether it took the sample (accepted) and whether the history changed: a new peak, or
+// a later sample, which the Pod's state records.
+func (c *ContainerHistory) addMemory(p *podContainer, bytes float64, t time.Time, oom bool) (accepted, changed bool) {
 	if bytes < 0 || (!oom && t.Before(p.lastMemory)) {
-		return false
+		return false, false
 	}
+	changed = !t.Equal(p.lastMemory)
 	p.lastMemory = t
 	if p.windowEnd.IsZero() {
 		p.windowEnd = t
@@ -127,7 +153,7 @@ func (c *ContainerHistory) addMemory(p *podContainer, bytes float64, t time.Time
 	addPeak := false
 	if t.Before(p.windowEnd) {
 		if old := max(p.memoryPeak, p.oomPeak); old != 0 && bytes > old {
-			c.Memory.SubtractSample(old, sampleWeight, p.windowEnd)
+			c.Memory.SubtractSample(old, minSampleWeight, p.windowEnd)
 			addPeak = true
 		}
 	} else {
@@ -138,14 +164,14 @@ func (c *ContainerHistory) addMemory(p *podContainer, bytes float64, t time.Time
 		addPeak = true
 	}
 	if addPeak {
-		c.Memory.AddSample(bytes, sampleWeight, p.windowEnd)
+		c.Memory.AddSample(bytes, minSampleWeight, p.windowEnd)
 		if oom {
 			p.oomPeak = bytes
 		} else {
 			p.memoryPeak = bytes
 		}
 	}
-	return true
+	return true, changed || addPeak
 }
 
 // RecordOOM records that pod's container was killed for lack of memory at finishedAt (its
@@ -163,7 +189,7 @@ func (c *ContainerHistory) RecordOOM(pod string, finishedAt time.Time, requestBy
 	// The VPA leaves out oomPeak here, so that OOM kills in a row do not compound.
 	used := max(requestBytes, p.memoryPeak)
 	needed := max(used+OOMMinBumpUpBytes, used*OOMBumpUpRatio)
-	if !c.addMemory(p, needed, finishedAt, true) {
+	if accepted, _ := c.addMemory(p, needed, finishedAt, true); !accepted {
 		return false
 	}
 	p.lastOOM = finishedAt
@@ -174,13 +200,16 @@ func (c *ContainerHistory) RecordOOM(pod string, finishedAt time.Time, requestBy
 }
 
 // RetainPods forgets the state of the Pods for which keep is false: they are gone. Their samples
-// stay in the histograms.
-func (c *ContainerHistory) RetainPods(keep func(pod string) bool) {
+// stay in the histograms. It says whether it forgot any.
+func (c *ContainerHistory) RetainPods(keep func(pod string) bool) bool {
+	forgot := false
 	for name := range c.pods {
 		if !keep(name) {
 			delete(c.pods, name)
+			forgot = true
 		}
 	}
+	return forgot
 }
 
 // Expired says whether the history had no CPU sample for MemoryAggregationIntervals intervals

@@ -1,8 +1,6 @@
 package recommender
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,29 +27,99 @@ func TestMemoryCountsOnePeakPerPodAndInterval(t *testing.T) {
 	h := NewContainerHistory()
 	// A day of samples from one Pod, rising to 400Mi and falling back: one peak, 400Mi.
 	for i, m := range []float64{100, 300, 400, 200} {
-		h.AddSample("web-1", memoryUsage(m*mib), t0.Add(time.Duration(i)*time.Hour))
+		h.AddSample("web-1", memoryUsage(m*mib), nil, t0.Add(time.Duration(i)*time.Hour))
 	}
 	got := peaks(h)
 	if len(got) != 1 || got[bucket(400*mib)] == 0 {
 		t.Fatalf("one Pod, one day: peaks %v, want one, in the bucket of 400Mi (%d)", got, bucket(400*mib))
 	}
 	// A second Pod in the same day adds its own peak.
-	h.AddSample("web-2", memoryUsage(150*mib), t0.Add(time.Hour))
+	h.AddSample("web-2", memoryUsage(150*mib), nil, t0.Add(time.Hour))
 	if got := peaks(h); len(got) != 2 || got[bucket(150*mib)] == 0 {
 		t.Errorf("two Pods: peaks %v, want a second one at 150Mi", got)
 	}
 	// The next day, web-1 starts a new interval with a new peak.
-	h.AddSample("web-1", memoryUsage(50*mib), t0.Add(25*time.Hour))
+	h.AddSample("web-1", memoryUsage(50*mib), nil, t0.Add(25*time.Hour))
 	if got := peaks(h); len(got) != 3 || got[bucket(50*mib)] == 0 {
 		t.Errorf("next day: peaks %v, want a third one at 50Mi", got)
 	}
 	// An older sample of web-1 than its last is dropped.
-	h.AddSample("web-1", memoryUsage(900*mib), t0.Add(2*time.Hour))
+	h.AddSample("web-1", memoryUsage(900*mib), nil, t0.Add(2*time.Hour))
 	if got := peaks(h); got[bucket(900*mib)] != 0 {
 		t.Errorf("an out-of-order sample became a peak: %v", got)
 	}
 	if h.Samples != 0 {
 		t.Errorf("Samples = %d: memory samples counted, the VPA counts CPU samples only", h.Samples)
+	}
+}
+
+func TestCPUSamplesWeighTheirRequest(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// 70 samples at 200m and 30 at 1 core; 200m falls in the bucket ending at 216.6m, 1 core in
+	// the one ending at 1.0166 cores: +15%, 249m and 1169m.
+	const low, high = "249m", "1169m"
+	for _, tc := range []struct {
+		name string
+		// lowRequest and highRequest are the CPU requests the 200m and the 1-core samples are
+		// taken under.
+		lowRequest, highRequest string
+		// median and p90 are the targets drawn at the 50th and the 90th percentile.
+		median, p90 string
+	}{
+		// The same request: the samples weigh alike, the median is among the 200m ones and the
+		// 90th percentile among the 1-core ones.
+		{name: "same request", lowRequest: "500m", highRequest: "500m", median: low, p90: high},
+		// The 1-core samples were taken under a 2-core request, the 200m ones under 100m:
+		// 30 × 2 outweighs 70 × 0.1, and even the median is among the 1-core samples.
+		{name: "larger request weighs more", lowRequest: "100m", highRequest: "2", median: high, p90: high},
+		// The other way round, 70 × 2 against 30 × 0.1: the 1-core samples hold 2% of the
+		// weight, and even the 90th percentile is among the 200m ones.
+		{name: "smaller request weighs less", lowRequest: "2", highRequest: "100m", median: low, p90: low},
+		// Under 0.1 core, a sample weighs 0.1 core, the VPA's minimum: as if there were none.
+		{name: "no request or a tiny one", lowRequest: "", highRequest: "10m", median: low, p90: high},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewContainerHistory()
+			for i := range 100 {
+				usage, request := "200m", tc.lowRequest
+				if i%10 >= 7 {
+					usage, request = "1", tc.highRequest
+				}
+				h.AddSample("web-1", list(usage, ""), list(request, ""), t0.Add(time.Duration(i)*time.Second))
+			}
+			median := DefaultPolicy
+			median.TargetPercentile = 0.5
+			for _, c := range []struct {
+				policy Policy
+				want   string
+			}{{median, tc.median}, {DefaultPolicy, tc.p90}} {
+				e, _ := h.Estimate(c.policy, 1)
+				if got := e.Target.Cpu().String(); got != c.want {
+					t.Errorf("CPU target at percentile %v: %s, want %s", c.policy.TargetPercentile, got, c.want)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		requests corev1.ResourceList
+		want     float64
+	}{
+		{nil, 0.1},
+		{list("", "1Gi"), 0.1},
+		{list("50m", ""), 0.1},
+		{list("250m", ""), 0.25},
+		{list("4", ""), 4},
+	} {
+		if got := CPUSampleWeight(tc.requests); got != tc.want {
+			t.Errorf("CPUSampleWeight(%v) = %v, want %v", tc.requests, got, tc.want)
+		}
+	}
+	// A container with a CPU limit and no request runs with the limit as its request.
+	if got := CPUSampleWeight(requestsOf(corev1.ResourceRequirements{Limits: list("2", "")})); got != 2 {
+		t.Errorf("weight under a 2-core limit without a request: %v, want 2", got)
+	}
+	if got := CPUSampleWeight(requestsOf(corev1.ResourceRequirements{Requests: list("1", ""), Limits: list("2", "")})); got != 1 {
+		t.Errorf("weight under a 1-core request and a 2-core limit: %v, want 1", got)
 	}
 }
 
@@ -80,7 +148,7 @@ func TestRecordOOM(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := NewContainerHistory()
-			h.AddSample("web-1", list("100m", "400Mi"), t0)
+			h.AddSample("web-1", list("100m", "400Mi"), nil, t0)
 			before := memory(h)
 			if !h.RecordOOM("web-1", t0.Add(time.Minute), tc.request) {
 				t.Fatal("OOM kill not recorded")
@@ -102,7 +170,7 @@ func TestRecordOOM(t *testing.T) {
 	}
 
 	h := NewContainerHistory()
-	h.AddSample("web-1", memoryUsage(400*mib), t0.Add(48*time.Hour))
+	h.AddSample("web-1", memoryUsage(400*mib), nil, t0.Add(48*time.Hour))
 	if h.RecordOOM("web-1", t0, 512*mib) {
 		t.Error("a kill two days older than the last sample recorded: the VPA drops those")
 	}
@@ -111,8 +179,8 @@ func TestRecordOOM(t *testing.T) {
 func TestContainerHistoryForgetsPodsAndExpires(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h := NewContainerHistory()
-	h.AddSample("web-1", list("100m", "100Mi"), t0)
-	h.AddSample("web-2", list("100m", "100Mi"), t0)
+	h.AddSample("web-1", list("100m", "100Mi"), nil, t0)
+	h.AddSample("web-2", list("100m", "100Mi"), nil, t0)
 	h.RetainPods(func(pod string) bool { return pod == "web-2" })
 	if len(h.pods) != 1 || h.pods["web-2"] == nil {
 		t.Errorf("pods = %v, want web-2 only", h.pods)
@@ -125,51 +193,6 @@ func TestContainerHistoryForgetsPodsAndExpires(t *testing.T) {
 	}
 	if !h.Expired(t0.Add(8 * 24 * time.Hour)) {
 		t.Error("not expired after 8 days without a sample")
-	}
-}
-
-func TestHistogramStateRoundTrip(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	h := NewHistogram(&CPUHistogramOptions, UsageHalfLife)
-	for i, v := range []float64{0.1, 0.5, 0.5, 2, 0.3} {
-		h.AddSample(v, sampleWeight, t0.Add(time.Duration(i)*time.Hour))
-	}
-	data, err := json.Marshal(h.State())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var state HistogramState
-	if err := json.Unmarshal(data, &state); err != nil {
-		t.Fatal(err)
-	}
-	restored := NewHistogram(&CPUHistogramOptions, UsageHalfLife)
-	if err := restored.LoadState(state); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []float64{0.1, 0.5, 0.9, 0.95} {
-		if got, want := restored.Percentile(p), h.Percentile(p); got != want {
-			t.Errorf("Percentile(%v) = %v after a round trip, want %v", p, got, want)
-		}
-	}
-	// Samples after the round trip weigh as they would have.
-	h.AddSample(3, sampleWeight, t0.Add(30*time.Hour))
-	restored.AddSample(3, sampleWeight, t0.Add(30*time.Hour))
-	if diff := cmp.Diff(h.State(), restored.State()); diff != "" {
-		t.Errorf("(-original +restored):\n%s", diff)
-	}
-
-	for _, tc := range []struct {
-		state HistogramState
-		want  string
-	}{
-		{HistogramState{Buckets: []int{1}, Weights: nil}, "1 buckets but 0 weights"},
-		{HistogramState{Buckets: []int{176}, Weights: []float64{1}, Total: 1}, "outside"},
-		{HistogramState{Buckets: []int{3, 2}, Weights: []float64{1, 1}, Total: 2}, "not increasing"},
-		{HistogramState{Buckets: []int{3}, Weights: []float64{-1}, Total: 1}, "weight -1"},
-	} {
-		if err := NewHistogram(&CPUHistogramOptions, UsageHalfLife).LoadState(tc.state); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("LoadState(%+v) error = %v, want %q", tc.state, err, tc.want)
-		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -46,6 +47,12 @@ const DefaultReadTimeout = 10 * time.Second
 // whose event was dropped is sent again on the next cycle: level-triggered, like the periodic
 // source. A failed read is reported once and retried on the next cycle, never sooner; a read
 // that times out or finds no metrics API stops the cycle's other reads, which would fail alike.
+//
+// The histories survive a restart or a leader change through checkpoints: at the end of each
+// cycle the producer writes each VerticalScaler's VerticalScalerCheckpoint when its Deployment's
+// history changed and CheckpointInterval has passed since the last write, the oldest first and
+// a bounded number per cycle (checkpointWriteBudget); a Deployment without a history in memory
+// gets it back from the checkpoint before its first samples are added.
 type UsageProducer struct {
 	// Cache lists VerticalScalers and reads Deployments; the manager's cache.
 	Cache client.Reader
@@ -55,23 +62,44 @@ type UsageProducer struct {
 	Usage UsageReader
 	// Interval is the time between two reads.
 	Interval time.Duration
-	// ReadTimeout bounds the reads of one Deployment; DefaultReadTimeout when zero.
+	// ReadTimeout bounds the reads of one Deployment, and each read or write of a checkpoint;
+	// DefaultReadTimeout when zero.
 	ReadTimeout time.Duration
 	// Threshold is the fraction by which a recommendation must move to be sent.
 	Threshold float64
 	// Reports receives the news; the controller reads it from there.
 	Reports *Reports
-	// Now is the clock histories expire by; time.Now when nil.
+	// Now is the clock histories expire and checkpoints are written by; time.Now when nil.
 	Now func() time.Time
+
+	// CheckpointInterval is the least time between two checkpoints of one VerticalScaler; zero
+	// turns checkpoints off (neither read nor written).
+	CheckpointInterval time.Duration
+	// CheckpointReader reads a VerticalScaler's checkpoint back when the poller first needs the
+	// history of its Deployment: an uncached reader, as each is read once, and caching every
+	// checkpoint would cost far more memory than the reads.
+	CheckpointReader client.Reader
+	// CheckpointWriter writes checkpoints, by server-side apply under FieldManager.
+	CheckpointWriter client.Writer
+	// FieldManager owns the checkpoints.
+	FieldManager string
+	// Recorder records a Warning Event on a VerticalScaler whose checkpoint cannot be read back;
+	// none when nil.
+	Recorder events.EventRecorder
 
 	// histories are per Deployment; only Run's goroutine touches them.
 	histories map[types.NamespacedName]*deploymentHistory
+	// written records each VerticalScaler's last checkpoint; only Run's goroutine touches it.
+	written map[types.NamespacedName]checkpointMark
 }
 
 // deploymentHistory is the usage history of the recommended containers of one Deployment's
 // Pods, by container name.
 type deploymentHistory struct {
 	containers map[string]*ContainerHistory
+	// version counts the changes to the history, so that a checkpoint is written only when
+	// there is something new to write.
+	version uint64
 }
 
 // PodsUsageReader is a UsageReader that reads usage from the Pods themselves: the poller, which
@@ -97,6 +125,9 @@ type observation struct {
 	// err is why its usage could not be read, with reason the RecommendationProvided reason.
 	err    error
 	reason string
+	// skip says there is nothing to report this cycle, not even a failure: the history could
+	// not be read back from its checkpoints.
+	skip bool
 }
 
 // cycle reads usage once for every targeted Deployment and sends what changed. A failed list of
@@ -105,6 +136,7 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 	log := logf.FromContext(ctx).WithValues("source", string(producer.Source()))
 	if p.histories == nil {
 		p.histories = map[types.NamespacedName]*deploymentHistory{}
+		p.written = map[types.NamespacedName]checkpointMark{}
 	}
 	var list v1alpha1.VerticalScalerList
 	if err := p.Cache.List(ctx, &list); err != nil {
@@ -120,13 +152,17 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 	// stop is the failure that ends the cycle's reads: every other read would wait or fail
 	// alike.
 	var stop *observation
+	var restores failures
 	for key, scalers := range byDeployment {
 		obs := stop
 		if obs == nil {
-			obs = p.observe(ctx, key)
+			obs = p.observe(ctx, key, scalers, &restores)
 			if obs.reason == v1alpha1.ReasonMetricsTimeout || obs.reason == v1alpha1.ReasonMetricsAPIMissing {
 				stop = &observation{err: obs.err, reason: obs.reason}
 			}
+		}
+		if obs.skip {
+			continue
 		}
 		for _, vs := range scalers {
 			r := report(vs, *obs, p.Threshold)
@@ -152,12 +188,17 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 			delete(p.histories, key)
 		}
 	}
+	restores.log(ctx, "Reading checkpoints failed; their Deployments' usage waits for the next cycle")
+	p.writeCheckpoints(ctx, list.Items)
 }
 
 // observe reads the Pods of one Deployment and their usage into its history. A Deployment that
 // does not exist has nothing to say (the controller reports it) and loses its history; one whose
-// usage cannot be read keeps it.
-func (p *UsageProducer) observe(ctx context.Context, key types.NamespacedName) *observation {
+// usage cannot be read keeps it. A Deployment without a history in memory (after a restart or a
+// leader change) first gets it back from the checkpoints of the VerticalScalers that name it;
+// when they cannot be read, its usage waits for the next cycle (counted in restores), so that a
+// history started over does not replace a longer one at the next checkpoint.
+func (p *UsageProducer) observe(ctx context.Context, key types.NamespacedName, scalers []*v1alpha1.VerticalScaler, restores *failures) *observation {
 	var d appsv1.Deployment
 	if err := p.Cache.Get(ctx, key, &d); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -176,15 +217,27 @@ func (p *UsageProducer) observe(ctx context.Context, key types.NamespacedName) *
 	}
 	h := p.histories[key]
 	if h == nil {
-		h = &deploymentHistory{containers: map[string]*ContainerHistory{}}
+		if h, err = p.restore(ctx, key, scalers); err != nil {
+			restores.add(err)
+			return &observation{skip: true}
+		}
 		p.histories[key] = h
 	}
-	recommended := map[string]bool{}
+	// The requests of the Pod template now, which the samples of this read are taken under.
+	recommended := map[string]corev1.ResourceList{}
 	for _, c := range RecommendedContainers(&d.Spec.Template.Spec) {
-		recommended[c.Name] = true
+		recommended[c.Name] = requestsOf(c.Resources)
 	}
 	h.add(usage, pods, recommended, p.now())
 	return &observation{histories: h.containers, containers: len(recommended)}
+}
+
+// readTimeout bounds each read of one Deployment, and each read or write of a checkpoint.
+func (p *UsageProducer) readTimeout() time.Duration {
+	if p.ReadTimeout <= 0 {
+		return DefaultReadTimeout
+	}
+	return p.ReadTimeout
 }
 
 func (p *UsageProducer) now() time.Time {
@@ -196,11 +249,7 @@ func (p *UsageProducer) now() time.Time {
 
 // read lists the Pods that match selector and reads their usage, within ReadTimeout.
 func (p *UsageProducer) read(ctx context.Context, namespace string, selector labels.Selector) ([]corev1.Pod, []PodUsage, error) {
-	timeout := p.ReadTimeout
-	if timeout <= 0 {
-		timeout = DefaultReadTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.readTimeout())
 	defer cancel()
 	var pods corev1.PodList
 	if err := p.Pods.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
@@ -226,9 +275,24 @@ func failed(err error) *observation {
 	return &observation{reason: v1alpha1.ReasonMetricsUnavailable, err: err}
 }
 
-// add adds the new samples and OOM kills of the recommended containers, forgets the Pods that
-// are gone, and the containers no longer recommended or without a sample for the whole window.
-func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended map[string]bool, now time.Time) {
+// requestsOf returns the requests a container runs with: its requests, and for a resource
+// with a limit but no request, the limit, as Kubernetes defaults a Pod's request.
+func requestsOf(r corev1.ResourceRequirements) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range r.Limits {
+		out[name] = q
+	}
+	for name, q := range r.Requests {
+		out[name] = q
+	}
+	return out
+}
+
+// add adds the new samples and OOM kills of the recommended containers (by name, with the
+// requests of the Pod template, which weigh their CPU samples), forgets the Pods that are gone,
+// and the containers no longer recommended or without a sample for the whole window. Any change
+// bumps the history's version.
+func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended map[string]corev1.ResourceList, now time.Time) {
 	history := func(name string) *ContainerHistory {
 		c := h.containers[name]
 		if c == nil {
@@ -237,10 +301,11 @@ func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended
 		}
 		return c
 	}
+	changed := false
 	for _, pod := range usage {
 		for name, u := range pod.Containers {
-			if recommended[name] {
-				history(name).AddSample(pod.Pod, u, pod.Timestamp)
+			if requests, ok := recommended[name]; ok && history(name).AddSample(pod.Pod, u, requests, pod.Timestamp) {
+				changed = true
 			}
 		}
 	}
@@ -250,17 +315,23 @@ func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended
 		pod := &pods[i]
 		listed[pod.Name] = true
 		for _, kill := range oomKills(pod) {
-			if recommended[kill.container] {
-				history(kill.container).RecordOOM(pod.Name, kill.finishedAt, kill.requestBytes)
+			if _, ok := recommended[kill.container]; ok && history(kill.container).RecordOOM(pod.Name, kill.finishedAt, kill.requestBytes) {
+				changed = true
 			}
 		}
 	}
 	for name, c := range h.containers {
-		if !recommended[name] || c.Expired(now) {
+		if _, ok := recommended[name]; !ok || c.Expired(now) {
 			delete(h.containers, name)
+			changed = true
 			continue
 		}
-		c.RetainPods(func(pod string) bool { return listed[pod] })
+		if c.RetainPods(func(pod string) bool { return listed[pod] }) {
+			changed = true
+		}
+	}
+	if changed {
+		h.version++
 	}
 }
 
