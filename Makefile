@@ -93,7 +93,9 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, r
 		[ "$$(grep -Ec "pkg: github.com/example/switchboard/controllers/$$c\$$" .golangci.yml)" -eq $$((2 * (n - 1))) ] || \
 		{ echo ".golangci.yml: the depguard rules of every other controller must deny controllers/$$c"; exit 1; }; \
 	done
-	$(GOLANGCI_LINT) run ./...
+	@# Without --allow-parallel-runners a lint of another checkout on the same machine (a worktree, a
+	@# CI clone) makes this one fail at once with "parallel golangci-lint is running".
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 .PHONY: lint-fix
 lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make itself.

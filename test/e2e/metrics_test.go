@@ -191,7 +191,7 @@ func checkPodMetrics(ctx context.Context, c *testCluster, ns string, selector la
 }
 
 // estimate returns the recommender's target for a container that always used cpu and memory
-// times factor.
+// times factor. Every sample weighs the same whatever the request, so none is given.
 func estimate(t *testing.T, cpu, memory resource.Quantity, factor float64) corev1.ResourceList {
 	t.Helper()
 	h := recommender.NewContainerHistory()
@@ -201,7 +201,7 @@ func estimate(t *testing.T, cpu, memory resource.Quantity, factor float64) corev
 	}
 	now := time.Now()
 	for i := range 10 {
-		h.AddSample("pod", scaled, now.Add(time.Duration(i)*15*time.Second))
+		h.AddSample("pod", scaled, nil, now.Add(time.Duration(i)*15*time.Second))
 	}
 	e, ok := h.Estimate(recommender.DefaultPolicy, 1)
 	if !ok {
