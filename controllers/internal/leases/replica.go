@@ -188,7 +188,7 @@ func (r *Replica) elect(ctx context.Context, log logr.Logger, groupName, lease s
 		return fmt.Errorf("leases: %w", err)
 	}
 	go r.watch(electionCtx, groupName, t)
-	elector.Run(logr.NewContext(electionCtx, log))
+	elector.Run(logr.NewContext(electionCtx, electorLogger(log)))
 
 	// The elector returns once it stopped renewing. A term it started may still be stopping
 	// when another holder took the Lease; it must have stopped before that holder could have
