@@ -10,7 +10,10 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,6 +138,9 @@ func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Option
 		RenewDeadline: o.RenewDeadline,
 		RetryPeriod:   o.RetryPeriod,
 		Log:           mgr.GetLogger().WithName("leases"),
+		// Replicas of the other scope (a rollout that switches scopes) hold the manager's
+		// Lease: no group runs here while one of them leads.
+		Defer: leases.NewDeferral(clientset.CoordinationV1(), namespace, []string{LeaderElectionID}),
 	})
 	if err != nil {
 		return nil, err
@@ -288,6 +294,41 @@ func leaderElectionNamespace(flag string) (string, error) {
 
 // inClusterNamespacePath holds the namespace of a Pod's ServiceAccount.
 const inClusterNamespacePath = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ManagerLeaseLock returns the lock of the manager's Lease for --leader-elect-scope=manager, or
+// nil with per-controller Leases or no election: controller-runtime's LeaseLock, deferring to
+// the Leases of the selected controllers' groups, so that during a rollout that switches from
+// per-controller Leases back to one for the manager, the manager starts its controllers only
+// once no replica of the other scope leads any.
+func (o *Options) ManagerLeaseLock(cfg *rest.Config, sel Selection) (resourcelock.Interface, error) {
+	if !o.LeaderElect || o.perControllerLeases() {
+		return nil, nil
+	}
+	id := o.LeaderElectionIdentity
+	if id == "" {
+		var err error
+		if id, err = identity(); err != nil {
+			return nil, err
+		}
+	}
+	namespace, err := leaderElectionNamespace(o.LeaderElectionNamespace)
+	if err != nil {
+		return nil, err
+	}
+	clientset, err := kubernetes.NewForConfig(o.RESTConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("creating the Lease client: %w", err)
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: LeaderElectionID},
+		Client:     clientset.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	log := ctrl.Log.WithName("leader-election")
+	groups := LeaseNames(sel.Controllers)[1:]
+	return leases.NewDeferringLock(lock, leases.NewDeferral(clientset.CoordinationV1(), namespace, groups), o.RetryPeriod,
+		func(msg string, kv ...any) { log.Info(msg, kv...) }), nil
+}
 
 // LeaseNames returns the names of the Leases a manager running controllers may hold, for the
 // RBAC that names them: the manager's (LeaderElectionID, --leader-elect-scope=manager) and one

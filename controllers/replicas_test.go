@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -60,9 +61,9 @@ func (l leaseCutter) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // startReplicas starts n managers with a Lease per controller in leaseNamespace, each with its
-// own identity (r0, r1, ...), reconcile record and connection, and args; perReplica, when not
-// nil, adds the flags of replica i.
-func startReplicas(t *testing.T, n int, leaseNamespace string, perReplica func(i int) []string, args ...string) []*replica {
+// own identity (prefix0, prefix1, ...), reconcile record and connection, and args; perReplica,
+// when not nil, adds the flags of replica i.
+func startReplicas(t *testing.T, prefix string, n int, leaseNamespace string, perReplica func(i int) []string, args ...string) []*replica {
 	t.Helper()
 	base := []string{
 		"--leader-elect", "--leader-elect-scope=controller", "--leader-election-namespace=" + leaseNamespace,
@@ -73,7 +74,7 @@ func startReplicas(t *testing.T, n int, leaseNamespace string, perReplica func(i
 	}
 	replicas := make([]*replica, n)
 	for i := range replicas {
-		r := &replica{id: fmt.Sprintf("r%d", i), recorder: testenv.NewReconcileRecorder(ctrl.Log)}
+		r := &replica{id: fmt.Sprintf("%s%d", prefix, i), recorder: testenv.NewReconcileRecorder(ctrl.Log)}
 		all := append(slices.Clone(base), args...)
 		if perReplica != nil {
 			all = append(all, perReplica(i)...)
@@ -88,13 +89,18 @@ func startReplicas(t *testing.T, n int, leaseNamespace string, perReplica func(i
 	return replicas
 }
 
-// holders returns the holder of each controller's Lease in ns ("" when free or missing).
+// holders returns the holder of each controller's Lease in ns ("" when free or missing); the
+// manager's Lease is named as it is, controllers.LeaderElectionID.
 func holders(t *testing.T, ns string, names ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, name := range names {
+		lease := controllers.LeaseNamePrefix + name
+		if name == controllers.LeaderElectionID {
+			lease = name
+		}
 		l := &coordinationv1.Lease{}
-		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: controllers.LeaseNamePrefix + name}, l)
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: lease}, l)
 		switch {
 		case apierrors.IsNotFound(err):
 			out[name] = ""
@@ -136,7 +142,7 @@ func TestOneWriterPerController(t *testing.T) {
 	ns := env.Namespace(t, "replicas-")
 	const apps = 8
 	createWorkload(t, ns, apps)
-	replicas := startReplicas(t, 3, ns, nil, "--watch-namespaces="+ns, "--resync-interval=1s")
+	replicas := startReplicas(t, "r", 3, ns, nil, "--watch-namespaces="+ns, "--resync-interval=1s")
 	byID := map[string]*replica{}
 	for _, r := range replicas {
 		byID[r.id] = r
@@ -372,7 +378,7 @@ func TestStandbysAreReadyAndSayWhoLeads(t *testing.T) {
 	ns := env.Namespace(t, "standby-")
 	probes := []string{testenv.FreeAddress(t), testenv.FreeAddress(t)}
 	triggers := []*testenv.Trigger{testenv.NewTrigger(t), testenv.NewTrigger(t)}
-	replicas := startReplicas(t, 2, ns, func(i int) []string {
+	replicas := startReplicas(t, "r", 2, ns, func(i int) []string {
 		return append([]string{"--health-probe-bind-address=" + probes[i]}, triggers[i].Args...)
 	}, "--watch-namespaces="+ns)
 	leaders := waitHeld(t, ns, 30*time.Second, "", allControllers...)
@@ -445,7 +451,7 @@ func TestLeasesSpreadAcrossReplicas(t *testing.T) {
 	spreads := map[string]int{}
 	for range runs {
 		ns := env.Namespace(t, "spread-")
-		replicas := startReplicas(t, 3, ns, nil, "--watch-namespaces="+ns)
+		replicas := startReplicas(t, "r", 3, ns, nil, "--watch-namespaces="+ns)
 		leaders := waitHeld(t, ns, 30*time.Second, "", allControllers...)
 		counts := map[string]int{}
 		for _, id := range leaders {
@@ -466,4 +472,53 @@ func TestLeasesSpreadAcrossReplicas(t *testing.T) {
 		}
 	}
 	t.Logf("Leases led per replica (most first) over %d starts of 3 replicas with 3 controllers: %v", runs, spreads)
+}
+
+// TestScopeSwitchRollout rolls replicas from one Lease for the manager to a Lease per
+// controller and back, as a Deployment rollout would (new replicas start before old ones stop):
+// a replica of one scope takes no Lease while one of the other scope leads, so no controller
+// ever runs on two replicas at once.
+func TestScopeSwitchRollout(t *testing.T) {
+	ns := env.Namespace(t, "rollout-")
+	const apps = 4
+	createWorkload(t, ns, apps)
+	args := []string{"--watch-namespaces=" + ns, "--resync-interval=1s"}
+
+	// One replica elected for the whole manager leads everything.
+	old := startReplicas(t, "manager-scope-", 1, ns, nil, append(slices.Clone(args), "--leader-elect-scope=manager")...)
+	waitConverged(t, ns, apps, 1)
+	// Replicas with a Lease per controller start beside it, and must wait.
+	next := startReplicas(t, "controller-scope-", 2, ns, nil, args...)
+	time.Sleep(3 * testRetryPeriod * 4)
+	if got := holders(t, ns, allControllers...); !maps.Equal(got, map[string]string{"myapp": "", "verticalscaler": "", "configmapwatcher": ""}) {
+		t.Errorf("per-controller replicas took Leases while the manager-scope replica led: %v", got)
+	}
+	// The old replica goes: the new ones take over.
+	old[0].manager.Stop()
+	waitHeld(t, ns, 20*time.Second, "", allControllers...)
+	bumpReplicas(t, ns, apps, 2)
+	waitConverged(t, ns, apps, 2)
+
+	// And back: a manager-scope replica waits for the per-controller ones to go.
+	back := startReplicas(t, "manager-scope-again-", 1, ns, nil, append(slices.Clone(args), "--leader-elect-scope=manager")...)
+	time.Sleep(3 * testRetryPeriod * 4)
+	if got := holders(t, ns, controllers.LeaderElectionID)[controllers.LeaderElectionID]; got != "" {
+		t.Errorf("the manager-scope replica took the manager's Lease while per-controller replicas led: holder %s", got)
+	}
+	for _, r := range next {
+		r.manager.Stop()
+	}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if got := holders(t, ns, controllers.LeaderElectionID)[controllers.LeaderElectionID]; got == "" {
+			return fmt.Errorf("the manager's Lease is not held yet")
+		}
+		return nil
+	})
+	bumpReplicas(t, ns, apps, 3)
+	waitConverged(t, ns, apps, 3)
+
+	all := append(append(old, next...), back...)
+	for _, name := range allControllers {
+		checkOneWriter(t, name, all)
+	}
 }

@@ -225,6 +225,9 @@ func (e *Env) StartReplica(t testing.TB, r Replica, args ...string) *Manager {
 	if r.WrapTransport != nil {
 		cfg.Wrap(r.WrapTransport)
 	}
+	if mgrOpts.LeaderElectionResourceLockInterface, err = opts.ManagerLeaseLock(cfg, selection); err != nil {
+		t.Fatalf("creating the manager's Lease lock: %v", err)
+	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)

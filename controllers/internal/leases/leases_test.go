@@ -356,3 +356,42 @@ func TestTermThatOutlivesTheLeaseFailsRun(t *testing.T) {
 		t.Fatal("Run did not fail within 10s")
 	}
 }
+
+// TestDefersToTheOtherScope: while a Lease of the other election scope is held, the replica
+// takes no Lease; once it is released, it does.
+func TestDefersToTheOtherScope(t *testing.T) {
+	client := fake.NewClientset()
+	now := metav1.NewMicroTime(time.Now())
+	other := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "manager"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: new("old-replica"), LeaseDurationSeconds: new(int32(2)), RenewTime: &now, AcquireTime: &now},
+	}
+	if _, err := client.CoordinationV1().Leases(testNamespace).Create(context.Background(), other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(client, "a")
+	cfg.Defer = NewDeferral(client.CoordinationV1(), testNamespace, []string{"manager"})
+	r, err := NewReplica(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &blockingTerm{}
+	runReplica(t, r, term.run)
+	// The old replica keeps renewing.
+	for range 10 {
+		time.Sleep(100 * time.Millisecond)
+		now := metav1.NewMicroTime(time.Now())
+		other.Spec.RenewTime = &now
+		if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), other, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if term.running.Load() {
+			t.Fatal("took a Lease while the other scope's was held")
+		}
+	}
+	other.Spec.HolderIdentity = new("")
+	if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "leading once the other scope's Lease was released", func() bool { return term.running.Load() })
+}

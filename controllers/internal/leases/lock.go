@@ -52,17 +52,38 @@ func (l *lock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error
 				l.term.stop("the Lease is held by " + lost)
 			}
 		}
+		if record == nil || record.HolderIdentity != l.Identity() {
+			lease, holder, err := l.replica.cfg.Defer.heldBy(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			if holder != "" {
+				l.replica.cfg.Log.V(1).Info("Waiting for the Lease of the other election scope", "group", l.group, "heldLease", lease, "holder", holder)
+				if err := sleep(ctx, l.replica.cfg.RetryPeriod); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+		}
 		wait := l.replica.headStart(l.group, record, now)
 		if wait <= 0 {
 			return record, raw, err
 		}
-		timer := time.NewTimer(min(wait, l.replica.cfg.RetryPeriod))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, nil, ctx.Err()
-		case <-timer.C:
+		if err := sleep(ctx, min(wait, l.replica.cfg.RetryPeriod)); err != nil {
+			return nil, nil, err
 		}
+	}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 
@@ -70,6 +91,9 @@ func (l *lock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error
 func (l *lock) Create(ctx context.Context, record rl.LeaderElectionRecord) error {
 	sent := l.replica.now()
 	err := l.inner.Create(ctx, record)
+	if err == nil {
+		err = l.yieldToOtherScope(ctx, record)
+	}
 	l.wrote(record, sent, err)
 	return err
 }
@@ -86,13 +110,36 @@ func (l *lock) Update(ctx context.Context, record rl.LeaderElectionRecord) error
 		}
 		return l.inner.Update(ctx, record)
 	}
+	taking := !l.term.wasAcquired()
 	sent := l.replica.now()
 	err := l.inner.Update(ctx, record)
 	if apierrors.IsNotFound(err) {
 		err = l.inner.Create(ctx, record)
 	}
+	if err == nil && taking {
+		err = l.yieldToOtherScope(ctx, record)
+	}
 	l.wrote(record, sent, err)
 	return err
+}
+
+// yieldToOtherScope gives the Lease just taken with record back when a Lease of the other
+// election scope is held (see Deferral): this replica wrote its own before it read the
+// other's, so of two replicas racing, at least one sees the other and yields.
+func (l *lock) yieldToOtherScope(ctx context.Context, record rl.LeaderElectionRecord) error {
+	lease, holder, err := l.replica.cfg.Defer.heldBy(ctx)
+	if err == nil && holder == "" {
+		return nil
+	}
+	released := rl.LeaderElectionRecord{LeaderTransitions: record.LeaderTransitions, LeaseDurationSeconds: 1,
+		RenewTime: record.RenewTime, AcquireTime: record.AcquireTime}
+	if releaseErr := l.inner.Update(ctx, released); releaseErr != nil {
+		return fmt.Errorf("giving the Lease back: %w", releaseErr)
+	}
+	if err != nil {
+		return fmt.Errorf("took the Lease but could not read the other election scope's, so gave it back: %w", err)
+	}
+	return fmt.Errorf("took the Lease as %s took %s of the other election scope: gave it back", holder, lease)
 }
 
 // wrote records the outcome of a write that made this replica the holder.

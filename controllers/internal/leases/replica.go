@@ -30,6 +30,9 @@ type Config struct {
 	RetryPeriod   time.Duration
 	// Log receives what the elections do; client-go's elector logs through it too.
 	Log logr.Logger
+	// Defer, when set, is the Leases of the other election scope: while one is held, this
+	// replica takes no group's Lease (see Deferral).
+	Defer *Deferral
 }
 
 // Validate checks the timing with client-go's rules, and that the lease duration survives being
