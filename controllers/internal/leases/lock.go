@@ -52,7 +52,7 @@ func (l *lock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error
 				l.term.stop("the Lease is held by " + lost)
 			}
 		}
-		if record == nil || record.HolderIdentity != l.Identity() {
+		if !l.term.wasAcquired() && (record == nil || record.HolderIdentity != l.Identity()) {
 			lease, holder, err := l.replica.cfg.Defer.heldBy(ctx)
 			if err != nil {
 				return nil, nil, err

@@ -29,6 +29,10 @@ func (r *Replica) headStart(name string, record *rl.LeaderElectionRecord, now ti
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	g := r.groups[name]
+	if g.term != nil && g.term.wasAcquired() {
+		// This replica holds the Lease (a renewal that found it deleted, say): nothing to wait for.
+		return 0
+	}
 	expired := false
 	switch {
 	case record == nil, record.HolderIdentity == "":
