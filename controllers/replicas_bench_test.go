@@ -17,20 +17,27 @@ import (
 	"github.com/example/switchboard/internal/testenv"
 )
 
-// BenchmarkReplicaMemory measures what each replica costs in memory with one Lease for the
-// manager and with a Lease per controller, on the same objects: SWITCHBOARD_BENCH_REPLICA_OBJECTS
-// MyApps (default 1,000), each with its Deployment and Service, and as many VerticalScalers
-// naming those Deployments, in envtest. Every manager is the shipped binary as a process, every
-// controller selected, settled (idle past the Go runtime's forced GC period) before its
-// /proc/PID/status is read.
+// BenchmarkReplicas measures what each replica costs in memory, and how soon another takes
+// over myapp after a SIGKILL, with one Lease for the manager and with a Lease per controller, on
+// the same objects: SWITCHBOARD_BENCH_REPLICA_OBJECTS MyApps (default 1,000), each with its
+// Deployment and Service, and as many VerticalScalers naming those Deployments, in envtest.
+// Every manager is the shipped binary as a process, every controller selected, with the
+// e2e tests' short lease timing; memory is read from /proc/PID/status once the manager has
+// settled (idle past the Go runtime's forced GC period).
 //
 //   - scope=manager: the leader (every controller, every cache); a standby nobody has asked
 //     whether it is ready (its informers not started: a cold standby); the same standby once
 //     its /readyz has been read, which starts the informers of every watched kind, as a kubelet's
-//     readiness probe does every 10 s with the shipped manifests.
+//     readiness probe does every 10 s with the shipped manifests. Then the leader is killed and
+//     the probed standby takes over (takeover-warm), then that one is killed and a standby
+//     started after the objects and never probed takes over (takeover-cold).
 //   - scope=controller: three replicas, each leading about one controller and caching what all
-//     of them watch; the median and the largest.
-func BenchmarkReplicaMemory(b *testing.B) {
+//     of them watch: the median and the largest; then the myapp leader is killed and another
+//     takes myapp over (takeover).
+//
+// A takeover is the time from the SIGKILL to the first myapp reconcile on the new leader, read
+// from the survivors' metrics every 50 ms.
+func BenchmarkReplicas(b *testing.B) {
 	objects := testenv.BenchSetting("SWITCHBOARD_BENCH_REPLICA_OBJECTS", 1000)
 	idle := 2*time.Minute + 10*time.Second
 	if os.Getenv("SWITCHBOARD_BENCH_SMOKE") != "" {
@@ -41,16 +48,18 @@ func BenchmarkReplicaMemory(b *testing.B) {
 	if err := testenv.WriteKubeconfig(kubeconfig, env.Config, ""); err != nil {
 		b.Fatal(err)
 	}
-	ns := env.Namespace(b, "replica-mem-")
+	ns := env.Namespace(b, "replicas-bench-")
 	createMyAppsAndScalers(b, env.UnthrottledClient(b), ns, objects)
 	common := []string{"--kubeconfig=" + kubeconfig, "--controllers=*", "--watch-namespaces=" + ns,
 		"--leader-elect", "--leader-election-namespace=" + ns, "--usage-source=off",
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
 		"--metrics-secure=false", "--zap-log-level=error"}
 
 	b.Run("scope=manager", func(b *testing.B) {
-		leader := startMeasuredManager(b, bin, append(common, "--leader-elect-scope=manager"))
+		args := slices.Concat(common, []string{"--leader-elect-scope=manager"})
+		leader := startMeasuredManager(b, bin, args)
 		waitLeading(b, leader, "myapp")
-		standby := startMeasuredManager(b, bin, append(common, "--leader-elect-scope=manager"))
+		standby := startMeasuredManager(b, bin, args)
 		waitMyAppsConverged(b, ns, objects)
 		time.Sleep(idle)
 		report(b, leader, "leader")
@@ -61,11 +70,18 @@ func BenchmarkReplicaMemory(b *testing.B) {
 		testenv.Eventually(b, 2*time.Minute, func() error { return standby.Ready(context.Background()) })
 		time.Sleep(idle)
 		report(b, standby, "standby-probed")
+
+		b.ReportMetric(takeover(b, leader, []*testenv.Process{standby}).Seconds(), "takeover-warm-s")
+		cold := startMeasuredManager(b, bin, args)
+		// Up, not leading, never asked whether it is ready: no informer started.
+		waitStandby(b, cold)
+		b.ReportMetric(takeover(b, standby, []*testenv.Process{cold}).Seconds(), "takeover-cold-s")
 	})
 	b.Run("scope=controller", func(b *testing.B) {
+		args := slices.Concat(common, []string{"--leader-elect-scope=controller"})
 		var replicas []*testenv.Process
 		for range 3 {
-			replicas = append(replicas, startMeasuredManager(b, bin, append(common, "--leader-elect-scope=controller")))
+			replicas = append(replicas, startMeasuredManager(b, bin, args))
 		}
 		for _, name := range allControllers {
 			waitLedByOne(b, replicas, name)
@@ -85,6 +101,64 @@ func BenchmarkReplicaMemory(b *testing.B) {
 		b.ReportMetric(rss[1]/(1<<20), "replica-median-VmRSS-MiB")
 		b.ReportMetric(anon[1]/(1<<20), "replica-median-RssAnon-MiB")
 		b.ReportMetric(anon[2]/(1<<20), "replica-max-RssAnon-MiB")
+
+		leader := slices.IndexFunc(replicas, func(r *testenv.Process) bool { return leads(b, r, "myapp") })
+		survivors := slices.Delete(slices.Clone(replicas), leader, leader+1)
+		b.ReportMetric(takeover(b, replicas[leader], survivors).Seconds(), "takeover-s")
+	})
+}
+
+// takeover kills leader with SIGKILL and returns the time until one of survivors reconciled
+// for myapp, read from their metrics every 50 ms.
+func takeover(b *testing.B, leader *testenv.Process, survivors []*testenv.Process) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	before := make([]float64, len(survivors))
+	for i, m := range survivors {
+		readings, err := m.ControllerMetrics(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		before[i] = readings["myapp"].Reconciles
+	}
+	if err := leader.Kill(); err != nil {
+		b.Fatal(err)
+	}
+	killed := time.Now()
+	for time.Since(killed) < 2*time.Minute {
+		for i, m := range survivors {
+			if readings, err := m.ControllerMetrics(ctx); err == nil && readings["myapp"].Reconciles > before[i] {
+				return time.Since(killed)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Fatal("no survivor reconciled for myapp within 2 minutes of the kill")
+	return 0
+}
+
+// leads reports whether m runs controller's workers.
+func leads(b *testing.B, m *testenv.Process, controller string) bool {
+	b.Helper()
+	leading, err := m.MetricByLabel(context.Background(), "switchboard_controller_leader", "controller")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return leading[controller] == 1
+}
+
+// waitStandby waits until m serves its metrics, as a standby: it leads nothing.
+func waitStandby(b *testing.B, m *testenv.Process) {
+	b.Helper()
+	testenv.Eventually(b, time.Minute, func() error {
+		leading, err := m.MetricByLabel(context.Background(), "switchboard_controller_leader", "controller")
+		if err != nil {
+			return err
+		}
+		if len(leading) == 0 {
+			return fmt.Errorf("no switchboard_controller_leader yet")
+		}
+		return nil
 	})
 }
 
