@@ -208,6 +208,8 @@ func (o *Options) validateLeaderElection() error {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be longer than %v times --leader-elect-retry-period (%s)", o.RenewDeadline, leaderelection.JitterFactor, o.RetryPeriod)
 	case o.LeaseDuration <= o.RenewDeadline:
 		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s): a leader must stop before another may start", o.LeaseDuration, o.RenewDeadline)
+	case o.LeaseDuration%time.Second != 0:
+		return fmt.Errorf("--leader-elect-lease-duration must be a whole number of seconds (a Lease stores seconds), got %s", o.LeaseDuration)
 	}
 	return nil
 }

@@ -32,13 +32,11 @@ func newTerm(electionCtx context.Context, endElection context.CancelFunc, fn Ter
 }
 
 // acquire records that this replica wrote the Lease as its holder: from now on the Lease is
-// released only after the term has stopped. It reports whether this was the first such write.
-func (t *term) acquire() bool {
+// released only after the term has stopped.
+func (t *term) acquire() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	first := !t.acquired
 	t.acquired = true
-	return first
 }
 
 func (t *term) wasAcquired() bool {
