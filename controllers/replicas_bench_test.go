@@ -226,6 +226,11 @@ func createMyAppsAndScalers(b *testing.B, c client.Client, ns string, n int) {
 		wg.Go(func() {
 			for i := range next {
 				name := fmt.Sprintf("app-%05d", i)
+				// A worker that fails keeps taking names (and creates nothing more), so that the
+				// loop handing them out never blocks.
+				if len(errs) > 0 {
+					continue
+				}
 				for _, obj := range []client.Object{
 					&v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 						Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080}},
@@ -237,7 +242,7 @@ func createMyAppsAndScalers(b *testing.B, c client.Client, ns string, n int) {
 						case errs <- err:
 						default:
 						}
-						return
+						break
 					}
 				}
 			}
