@@ -395,3 +395,104 @@ func TestDefersToTheOtherScope(t *testing.T) {
 	}
 	waitFor(t, 3*time.Second, "leading once the other scope's Lease was released", func() bool { return term.running.Load() })
 }
+
+// heldLease is a Lease named name held by holder, renewed now, for two seconds.
+func heldLease(name, holder string) *coordinationv1.Lease {
+	now := metav1.NewMicroTime(time.Now())
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: new(holder), LeaseDurationSeconds: new(int32(2)), RenewTime: &now, AcquireTime: &now},
+	}
+}
+
+// takenAtOnce makes the other scope's Lease other held by "old-replica" the moment this
+// replica creates its Lease mine: the two scopes race, and the other scope's write lands first.
+func takenAtOnce(client *fake.Clientset, mine, other string) {
+	client.PrependReactor("create", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.(clienttesting.CreateAction).GetObject().(*coordinationv1.Lease).Name == mine {
+			// The tracker directly: the fake clientset holds its own lock while reactors run.
+			if err := client.Tracker().Add(heldLease(other, "old-replica")); err != nil {
+				return true, nil, err
+			}
+		}
+		return false, nil, nil
+	})
+}
+
+// TestYieldsWhenBothScopesTakeAtOnce: a replica that took its group's Lease just as a replica of
+// the other scope took its own gives its Lease back and never runs the term while the other
+// holds; once the other releases, it leads.
+func TestYieldsWhenBothScopesTakeAtOnce(t *testing.T) {
+	client := fake.NewClientset()
+	takenAtOnce(client, "lease-g", "manager")
+	cfg := testConfig(client, "a")
+	cfg.Defer = NewDeferral(client.CoordinationV1(), testNamespace, []string{"manager"})
+	r, err := NewReplica(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &blockingTerm{}
+	runReplica(t, r, term.run)
+	waitFor(t, 3*time.Second, "the group's Lease created", func() bool {
+		_, err := client.CoordinationV1().Leases(testNamespace).Get(context.Background(), "lease-g", metav1.GetOptions{})
+		return err == nil
+	})
+	// The other scope keeps renewing; this replica must not lead meanwhile.
+	other := heldLease("manager", "old-replica")
+	for range 10 {
+		time.Sleep(100 * time.Millisecond)
+		if term.running.Load() || r.Leading("g") {
+			t.Fatal("ran the term while the other scope held its Lease")
+		}
+		if got := holder(lease(t, client)); got != "" {
+			t.Fatalf("the group's Lease is held by %q while the other scope holds its own; want it given back", got)
+		}
+		if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), heldLease("manager", "old-replica"), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other.Spec.HolderIdentity = new("")
+	if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "leading once the other scope's Lease was released", func() bool { return term.running.Load() })
+}
+
+// TestDeferringLock: the manager's lock waits to read its Lease while a group's Lease is held,
+// and gives back a Lease it created just as a group's was taken.
+func TestDeferringLock(t *testing.T) {
+	client := fake.NewClientset()
+	takenAtOnce(client, "manager", "lease-g")
+	lock := NewDeferringLock(&rl.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: testNamespace, Name: "manager"},
+		Client:     client.CoordinationV1(),
+		LockConfig: rl.ResourceLockConfig{Identity: "m"},
+	}, NewDeferral(client.CoordinationV1(), testNamespace, []string{"lease-g"}), 50*time.Millisecond, func(string, ...any) {})
+	ctx := context.Background()
+
+	now := metav1.NewTime(time.Now())
+	if err := lock.Create(ctx, rl.LeaderElectionRecord{HolderIdentity: "m", LeaseDurationSeconds: 2, AcquireTime: now, RenewTime: now}); err == nil {
+		t.Error("Create succeeded although a group's Lease was taken at once")
+	}
+	manager, err := client.CoordinationV1().Leases(testNamespace).Get(ctx, "manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := holder(manager); got != "" {
+		t.Errorf("the manager's Lease is held by %q; want it given back", got)
+	}
+
+	// While the group's Lease is held, Get does not return.
+	waiting, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, _, err := lock.Get(waiting); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Get while a group's Lease is held = %v, want it to wait until its context ends", err)
+	}
+	// Released: Get reads the manager's Lease.
+	if _, err := client.CoordinationV1().Leases(testNamespace).Update(ctx, heldLease("lease-g", ""), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lock.Get(ctx); err != nil {
+		t.Errorf("Get once the group's Lease was released = %v", err)
+	}
+}
