@@ -25,14 +25,22 @@ func (e *Env) APIWrites(ctx context.Context) (map[string]float64, error) {
 // APIWrites is Env.APIWrites for any API server: cfg must be allowed to read its /metrics (an
 // admin's is).
 func APIWrites(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	all, _, err := APIWriteCounts(ctx, cfg)
+	return all, err
+}
+
+// APIWriteCounts is APIWrites, and from the same reading of the API server's /metrics the
+// writes it answered with a 2xx code: a write a client sent as it was killed may reach the API
+// server and be counted with an error code, having changed nothing.
+func APIWriteCounts(ctx context.Context, cfg *rest.Config) (all, succeeded map[string]float64, err error) {
 	families, err := apiServerMetrics(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	writes := map[string]float64{}
+	all, succeeded = map[string]float64{}, map[string]float64{}
 	family, ok := families["apiserver_request_total"]
 	if !ok {
-		return writes, nil
+		return all, succeeded, nil
 	}
 	for _, m := range family.GetMetric() {
 		l := labels(m)
@@ -43,9 +51,12 @@ func APIWrites(ctx context.Context, cfg *rest.Config) (map[string]float64, error
 		if l["subresource"] != "" {
 			resource += "/" + l["subresource"]
 		}
-		writes[resource] += m.GetCounter().GetValue()
+		all[resource] += m.GetCounter().GetValue()
+		if strings.HasPrefix(l["code"], "2") {
+			succeeded[resource] += m.GetCounter().GetValue()
+		}
 	}
-	return writes, nil
+	return all, succeeded, nil
 }
 
 // APIServerCPUSeconds returns the CPU time the API server process has used, from its own
