@@ -59,6 +59,24 @@ func APIWriteCounts(ctx context.Context, cfg *rest.Config) (all, succeeded map[s
 	return all, succeeded, nil
 }
 
+// APIOpenWatches returns, per resource, how many watches the API server is serving now
+// (apiserver_longrunning_requests): an informer that starts opens one, and client-go's informers
+// fill their caches through that watch rather than a LIST, so the watches a client opens, not
+// its LIST requests, say whether it started informers.
+func APIOpenWatches(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	families, err := apiServerMetrics(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	watches := map[string]float64{}
+	for _, m := range families["apiserver_longrunning_requests"].GetMetric() {
+		if l := labels(m); l["verb"] == "WATCH" {
+			watches[l["resource"]] += m.GetGauge().GetValue()
+		}
+	}
+	return watches, nil
+}
+
 // APIServerCPUSeconds returns the CPU time the API server process has used, from its own
 // /metrics (process_cpu_seconds_total, in steps of 10 ms): what a benchmark compares when the
 // API server, not the client, is the bottleneck.
