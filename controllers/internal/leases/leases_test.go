@@ -496,3 +496,52 @@ func TestDeferringLock(t *testing.T) {
 		t.Errorf("Get once the group's Lease was released = %v", err)
 	}
 }
+
+// TestLosingOneLeaseStopsOnlyItsGroup: a replica that leads two groups and loses one Lease
+// stops that group's term only; the other group's term runs on, untouched, and so does Run.
+func TestLosingOneLeaseStopsOnlyItsGroup(t *testing.T) {
+	client := fake.NewClientset()
+	// As in TestAnotherHolderStopsTheTerm: refuse the leader's renewals of the stolen Lease, as
+	// a real API server would once the thief's write moved its resourceVersion on.
+	var stolenAt atomic.Int64
+	client.PrependReactor("update", "leases", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		l := action.(clienttesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if l.Name == "lease-g" && holder(l) == "a" && stolenAt.Load() != 0 {
+			return true, nil, errors.New("conflict")
+		}
+		return false, nil, nil
+	})
+	r, err := NewReplica(testConfig(client, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, h := &blockingTerm{}, &blockingTerm{}
+	runReplica(t, r, g.run)
+	ctx, cancel := context.WithCancel(context.Background())
+	hDone := make(chan error, 1)
+	go func() { hDone <- r.Run(ctx, "h", "lease-h", h.run) }()
+	t.Cleanup(func() { cancel(); <-hDone })
+	waitFor(t, 5*time.Second, "leading both groups", func() bool { return r.Leading("g") && r.Leading("h") })
+
+	l := lease(t, client)
+	l.Spec.HolderIdentity = new("thief")
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stolenAt.Store(time.Now().UnixNano())
+	waitFor(t, time.Second, "g's term stopped", func() bool { return !g.running.Load() })
+	// Past h's renew deadline: h renewed all along and its term never stopped.
+	time.Sleep(1500 * time.Millisecond)
+	if !h.running.Load() || !r.Leading("h") || !h.stoppedAt().IsZero() {
+		t.Errorf("h: term running %v, leading %v, stopped at %v; want it untouched by g's loss", h.running.Load(), r.Leading("h"), h.stoppedAt())
+	}
+	select {
+	case err := <-hDone:
+		t.Errorf("Run of h returned %v when g lost its Lease", err)
+	default:
+	}
+	if r.Leading("g") {
+		t.Error("still leading g while the thief holds its Lease")
+	}
+}
