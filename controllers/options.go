@@ -128,7 +128,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with authentication and authorization by the API server.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Serve metrics over HTTP/2 too; off by default because of the HTTP/2 rapid reset and stream cancellation CVEs.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; '0' turns them off.")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader, so that only one of several managers reconciles.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect through Leases which replica runs the controllers, so that of several replicas only one runs each controller (see --leader-elect-scope).")
 	fs.StringVar(&o.LeaderElectScope, "leader-elect-scope", o.LeaderElectScope, "What one leader election decides, with --leader-elect: 'manager', one Lease ("+LeaderElectionID+") whose holder runs every controller, or 'controller', one Lease per controller group ("+LeaseNamePrefix+"<group>) so that replicas share the controllers and keep warm caches for the others.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a candidate waits after the last renewal it saw before it takes a Lease over.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long a leader keeps trying to renew its Lease before it stops its controllers; shorter than --leader-elect-lease-duration.")
