@@ -520,7 +520,12 @@ func TestLosingOneLeaseStopsOnlyItsGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	hDone := make(chan error, 1)
 	go func() { hDone <- r.Run(ctx, "h", "lease-h", h.run) }()
-	t.Cleanup(func() { cancel(); <-hDone })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-hDone; err != nil {
+			t.Errorf("Run of h: %v", err)
+		}
+	})
 	waitFor(t, 5*time.Second, "leading both groups", func() bool { return r.Leading("g") && r.Leading("h") })
 
 	l := lease(t, client)
@@ -539,6 +544,7 @@ func TestLosingOneLeaseStopsOnlyItsGroup(t *testing.T) {
 	select {
 	case err := <-hDone:
 		t.Errorf("Run of h returned %v when g lost its Lease", err)
+		hDone <- err // for the cleanup, which waits for it
 	default:
 	}
 	if r.Leading("g") {
