@@ -101,10 +101,14 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, r
 lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make itself.
 	$(GOLANGCI_LINT) run --fix ./...
 
+# E2E_RUN selects end-to-end tests by name, as go test -run does: E2E_RUN=Failover runs the two
+# failover tests alone.
+E2E_RUN ?= .
+
 .PHONY: test-e2e
-test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests: the manager as a process, deployed from config/, on a local cluster.
+test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the manager as a process, deployed from config/, on a local cluster.
 	SWITCHBOARD_E2E=1 KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER) \
-		go test ./test/e2e/ -count=1 -v -timeout 20m
+		go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
 
 ##@ Benchmarks
 

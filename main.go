@@ -65,7 +65,12 @@ func main() {
 		log.Error(err, "Loading kubeconfig failed")
 		os.Exit(1)
 	}
-	mgr, err := ctrl.NewManager(opts.RESTConfig(cfg), opts.ManagerOptions(controllers.NewScheme(), selection))
+	mgrOpts := opts.ManagerOptions(controllers.NewScheme(), selection)
+	if mgrOpts.LeaderElectionResourceLockInterface, err = opts.ManagerLeaseLock(cfg, selection); err != nil {
+		log.Error(err, "Setting up leader election failed")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(opts.RESTConfig(cfg), mgrOpts)
 	if err != nil {
 		log.Error(err, "Creating manager failed")
 		os.Exit(1)

@@ -18,6 +18,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,8 +31,31 @@ import (
 	"github.com/example/switchboard/sources"
 )
 
-// LeaderElectionID is the name of the Lease the managers of one installation compete for.
+// LeaderElectionID is the name of the Lease the managers of one installation compete for with
+// --leader-elect-scope=manager.
 const LeaderElectionID = "switchboard.app.example.com"
+
+// LeaseNamePrefix starts the name of each controller group's Lease with
+// --leader-elect-scope=controller: the Lease of group g is LeaseNamePrefix + g.
+const LeaseNamePrefix = "switchboard-"
+
+// The values of --leader-elect-scope.
+const (
+	// ScopeManager elects one leader for the whole manager through the Lease LeaderElectionID:
+	// the leader runs every selected controller, the other replicas none.
+	ScopeManager = "manager"
+	// ScopeController elects a leader per controller group, each through a Lease of its own,
+	// so that the replicas share the controllers; every replica keeps the caches of every
+	// selected controller synced, to take over without a relist.
+	ScopeController = "controller"
+)
+
+// Leader election timing, client-go's and controller-runtime's defaults.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
 
 // Options are the manager's command-line settings.
 type Options struct {
@@ -43,21 +67,29 @@ type Options struct {
 	EnableHTTP2             bool
 	HealthProbeBindAddress  string
 	LeaderElect             bool
+	LeaderElectScope        string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
 	LeaderElectionNamespace string
-	WatchNamespaces         string
-	KubeAPIQPS              float64
-	KubeAPIBurst            int
-	SyncPeriod              time.Duration
-	ResyncInterval          time.Duration
-	SourceBufferSize        int
-	UsageSource             string
-	UsageInterval           time.Duration
-	CheckpointInterval      time.Duration
-	TriggerBindAddress      string
-	TriggerTokenFile        string
-	TriggerSecure           bool
-	TriggerCertDir          string
-	Zap                     zap.Options
+	// LeaderElectionIdentity names this replica in the Leases of --leader-elect-scope=controller.
+	// It has no flag: empty means the host name and a random suffix, unique per process; tests
+	// that run several replicas in one process set it to tell them apart.
+	LeaderElectionIdentity string
+	WatchNamespaces        string
+	KubeAPIQPS             float64
+	KubeAPIBurst           int
+	SyncPeriod             time.Duration
+	ResyncInterval         time.Duration
+	SourceBufferSize       int
+	UsageSource            string
+	UsageInterval          time.Duration
+	CheckpointInterval     time.Duration
+	TriggerBindAddress     string
+	TriggerTokenFile       string
+	TriggerSecure          bool
+	TriggerCertDir         string
+	Zap                    zap.Options
 }
 
 // NewOptions returns the defaults of every flag.
@@ -67,6 +99,10 @@ func NewOptions() *Options {
 		MetricsBindAddress:     ":8443",
 		SecureMetrics:          true,
 		HealthProbeBindAddress: ":8081",
+		LeaderElectScope:       ScopeManager,
+		LeaseDuration:          DefaultLeaseDuration,
+		RenewDeadline:          DefaultRenewDeadline,
+		RetryPeriod:            DefaultRetryPeriod,
 		// No client-side rate limit unless asked for, as controller-runtime's GetConfig: the API
 		// server's Priority and Fairness shares its capacity among clients, while client-go's
 		// token bucket, one per REST client and so per kind, throttles a burst of writes long
@@ -95,8 +131,12 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with authentication and authorization by the API server.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Serve metrics over HTTP/2 too; off by default because of the HTTP/2 rapid reset and stream cancellation CVEs.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; '0' turns them off.")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader, so that only one of several managers reconciles.")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease; by default the manager's own namespace.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect through Leases which replica runs the controllers, so that of several replicas only one runs each controller (see --leader-elect-scope).")
+	fs.StringVar(&o.LeaderElectScope, "leader-elect-scope", o.LeaderElectScope, "What one leader election decides, with --leader-elect: 'manager', one Lease ("+LeaderElectionID+") whose holder runs every controller, or 'controller', one Lease per controller group ("+LeaseNamePrefix+"<group>) so that replicas share the controllers and keep warm caches for the others.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a candidate waits after the last renewal it saw before it takes a Lease over.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long a leader keeps trying to renew its Lease before it stops its controllers; shorter than --leader-elect-lease-duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to take a Lease and leaders renew theirs.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Leases; by default the manager's own namespace.")
 	fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch; empty watches all.")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the API server, per kind; 0 or less means no client-side limit (the API server's Priority and Fairness still applies).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server above --kube-api-qps; used only when --kube-api-qps is positive.")
@@ -153,7 +193,36 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 	case o.TriggerBindAddress != "" && o.TriggerTokenFile == "":
 		return Selection{}, errors.New("--trigger-bind-address needs --trigger-token-file: the HTTP trigger never runs without a token")
 	}
+	if err := o.validateLeaderElection(); err != nil {
+		return Selection{}, err
+	}
 	return Selection{Controllers: selected, Concurrency: concurrency}, nil
+}
+
+// validateLeaderElection checks the scope and the timing of leader election, with client-go's
+// own rules: a leader must give up (renew deadline) before a candidate may take over (lease
+// duration), and must have tried to renew more than once by then.
+func (o *Options) validateLeaderElection() error {
+	switch {
+	case o.LeaderElectScope != ScopeManager && o.LeaderElectScope != ScopeController:
+		return fmt.Errorf("--leader-elect-scope must be %s or %s, got %q", ScopeManager, ScopeController, o.LeaderElectScope)
+	case o.LeaderElectScope == ScopeController && !o.LeaderElect:
+		return fmt.Errorf("--leader-elect-scope=%s needs --leader-elect: without it every replica runs every controller", ScopeController)
+	case o.RetryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-retry-period must be positive, got %s", o.RetryPeriod)
+	case o.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(o.RetryPeriod)):
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be longer than %v times --leader-elect-retry-period (%s)", o.RenewDeadline, leaderelection.JitterFactor, o.RetryPeriod)
+	case o.LeaseDuration <= o.RenewDeadline:
+		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s): a leader must stop before another may start", o.LeaseDuration, o.RenewDeadline)
+	case o.LeaseDuration%time.Second != 0:
+		return fmt.Errorf("--leader-elect-lease-duration must be a whole number of seconds (a Lease stores seconds), got %s", o.LeaseDuration)
+	}
+	return nil
+}
+
+// perControllerLeases says whether each controller group is elected through a Lease of its own.
+func (o *Options) perControllerLeases() bool {
+	return o.LeaderElect && o.LeaderElectScope == ScopeController
 }
 
 // namespaces parses --watch-namespaces.
@@ -214,12 +283,19 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 		metrics.FilterProvider = metricsauth.Filter
 	}
 	return ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metrics,
-		HealthProbeBindAddress:  o.HealthProbeBindAddress,
-		LeaderElection:          o.LeaderElect,
+		Scheme:  scheme,
+		Metrics: metrics,
+		// Wire serves the probes itself, so that readiness can say which controllers this
+		// replica leads (probes.go).
+		HealthProbeBindAddress: "0",
+		// With a Lease per controller group the manager itself runs unelected, and Wire elects
+		// each group.
+		LeaderElection:          o.LeaderElect && !o.perControllerLeases(),
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaseDuration:           &o.LeaseDuration,
+		RenewDeadline:           &o.RenewDeadline,
+		RetryPeriod:             &o.RetryPeriod,
 		// A manager stopping on purpose hands the lease over at once instead of making the
 		// next leader wait out the lease.
 		LeaderElectionReleaseOnCancel: true,

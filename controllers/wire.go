@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -30,13 +31,12 @@ import (
 	"github.com/example/switchboard/sources"
 )
 
-// Wire sets the selected controllers up on mgr: health and readiness checks, the union of their
+// Wire sets the selected controllers up on mgr: health and readiness probes, the union of their
 // indexes, their sources and the producers somebody consumes, then the controllers themselves.
-// Every error names the step and the controller it failed for.
+// With --leader-elect-scope=controller each controller group runs only while this replica
+// holds the group's Lease (see leaders.go). Every error names the step and the controller it
+// failed for.
 func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) error {
-	if err := addChecks(mgr, sel.Controllers); err != nil {
-		return err
-	}
 	if err := addIndexes(ctx, mgr, sel.Controllers); err != nil {
 		return err
 	}
@@ -44,17 +44,71 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	if err != nil {
 		return err
 	}
-	namespaces, err := o.namespaces()
+	namespaceSet, err := o.namespaces()
 	if err != nil {
 		return err
 	}
+	namespaces := slices.Sorted(maps.Keys(namespaceSet))
+	if o.perControllerLeases() {
+		w, err := wireElected(ctx, mgr, sel, o, registry, namespaces)
+		if err != nil {
+			return err
+		}
+		return addProbes(mgr, o.HealthProbeBindAddress, readyChecks(mgr, sel.Controllers, func(c Controller) string {
+			if w.leading(c.Name) {
+				return RoleLeading
+			}
+			return RoleStandby
+		}))
+	}
 	for _, c := range sel.Controllers {
 		workers := max(1, sel.Concurrency[c.Name])
-		if err := build(mgr, c, workers, slices.Sorted(maps.Keys(namespaces)), subscribe(registry, c, o)); err != nil {
+		if err := build(mgr, c, workers, namespaces, subscribe(registry, c, o)); err != nil {
 			return fmt.Errorf("setting up controller %s: %w", c.Name, err)
 		}
 	}
-	return addProducers(mgr, registry, sel.Controllers, o)
+	if err := addProducers(mgr, registry, sel.Controllers, o); err != nil {
+		return err
+	}
+	role, err := managerRole(mgr, sel.Controllers, o)
+	if err != nil {
+		return err
+	}
+	return addProbes(mgr, o.HealthProbeBindAddress, readyChecks(mgr, sel.Controllers, func(Controller) string { return role() }))
+}
+
+// managerRole returns what this replica does with every controller when one election (or none)
+// decides for the whole manager, and keeps switchboard_controller_leader in step with it.
+func managerRole(mgr ctrl.Manager, controllers []Controller, o *Options) (func() string, error) {
+	if !o.LeaderElect {
+		for _, c := range controllers {
+			leaderGauge.WithLabelValues(c.Name).Set(1)
+		}
+		return func() string { return RoleRunning }, nil
+	}
+	for _, c := range controllers {
+		leaderGauge.WithLabelValues(c.Name).Set(0)
+	}
+	// A runnable that needs leader election starts once this manager is elected; the manager
+	// exits when it loses the Lease.
+	err := mgr.Add(manager.RunnableFunc(func(context.Context) error {
+		for _, c := range controllers {
+			leaderGauge.WithLabelValues(c.Name).Set(1)
+		}
+		return nil
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("adding the leader gauge: %w", err)
+	}
+	elected := mgr.Elected()
+	return func() string {
+		select {
+		case <-elected:
+			return RoleLeading
+		default:
+			return RoleStandby
+		}
+	}, nil
 }
 
 // build builds controller c from its row and adds it to mgr: its primary kind, its watches, one
@@ -87,17 +141,18 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 	return b.Complete(reconcilelog.Wrap(c.New(mgr)))
 }
 
-// addChecks adds the liveness ping and one readiness check per controller.
-func addChecks(mgr ctrl.Manager, controllers []Controller) error {
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
-	}
+// readyChecks returns one readiness check per controller, with what role says this replica does
+// with it.
+func readyChecks(mgr ctrl.Manager, controllers []Controller, role func(Controller) string) []readyCheck {
+	checks := make([]readyCheck, 0, len(controllers))
 	for _, c := range controllers {
-		if err := mgr.AddReadyzCheck(c.Name, cachesSynced(mgr.GetCache(), c.watchedObjects())); err != nil {
-			return fmt.Errorf("adding readiness check of controller %s: %w", c.Name, err)
-		}
+		checks = append(checks, readyCheck{
+			name:  c.Name,
+			check: cachesSynced(mgr.GetCache(), c.watchedObjects()),
+			role:  func() string { return role(c) },
+		})
 	}
-	return nil
+	return checks
 }
 
 // cachesSynced is ready once the informers of every watched kind have synced. On a manager that
@@ -169,7 +224,7 @@ func addProducers(mgr ctrl.Manager, registry *sources.Registry, controllers []Co
 	if _, err := registry.AddProducer(mgr, sources.Periodic, periodic.Run); err != nil {
 		return err
 	}
-	if err := addTriggerProducer(mgr, registry, o); err != nil {
+	if err := addTriggerProducer(mgr, registry, o, nil); err != nil {
 		return err
 	}
 	for _, c := range controllers {
@@ -189,8 +244,10 @@ func addProducers(mgr ctrl.Manager, registry *sources.Registry, controllers []Co
 	return nil
 }
 
-// addTriggerProducer starts the HTTP trigger when it is on; its token is read once, here.
-func addTriggerProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options) error {
+// addTriggerProducer starts the HTTP trigger when it is on; its token is read once, here. With
+// standby (per-controller leases) it runs on every replica and refuses the controllers this
+// replica does not lead; without, it runs on the elected manager only.
+func addTriggerProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options, standby func(controller string) (string, bool)) error {
 	if o.TriggerBindAddress == "" {
 		return nil
 	}
@@ -198,7 +255,7 @@ func addTriggerProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options
 	if err != nil {
 		return err
 	}
-	trigger := sources.HTTPTriggerServer{BindAddress: o.TriggerBindAddress, Token: token, Secure: o.TriggerSecure, CertDir: o.TriggerCertDir}
+	trigger := sources.HTTPTriggerServer{BindAddress: o.TriggerBindAddress, Token: token, Secure: o.TriggerSecure, CertDir: o.TriggerCertDir, Standby: standby}
 	_, err = registry.AddProducer(mgr, sources.HTTPTrigger, trigger.Run)
 	return err
 }

@@ -5,7 +5,8 @@ package sources
 const HTTPTriggerMaxBodyBytes = 64 << 10
 
 // httpTriggerRetryAfter is the Retry-After of a 429, in seconds: a controller drains a full
-// buffer in about that time when its reconciles are quick.
+// buffer in about that time when its reconciles are quick. A 503 from a standby says the same:
+// another replica is the one to ask, and a Service sends the retry to any of them.
 const httpTriggerRetryAfter = 1
 
 // HTTPTriggerServer serves POST /trigger/{controller} and turns each named object of the JSON body,
@@ -24,7 +25,11 @@ const httpTriggerRetryAfter = 1
 // predicate to a raw source), so a trigger reconciles the named object even when its watch
 // events would be filtered; each Reconcile checks by itself whether it has work to do.
 //
-// Like every producer, it runs only on the elected leader: a standby manager does not listen.
+// With one Lease for the manager it runs only on the elected leader: a standby manager does not
+// listen. With a Lease per controller group it runs on every replica (Standby set), and a
+// request for a controller this replica does not lead gets 503 with Retry-After and a JSON body
+// {"error", "leader"} naming the replica that leads it, if known: the caller retries, through a
+// Service against another replica, or against the leader.
 type HTTPTriggerServer struct {
 	// BindAddress is where to listen, for example ":8082".
 	BindAddress string
@@ -36,4 +41,7 @@ type HTTPTriggerServer struct {
 	// certwatcher). Empty, or without those files, the trigger serves a self-signed certificate
 	// for localhost generated in memory at start, as the metrics endpoint does.
 	CertDir string
+	// Standby, when set, says whether another replica runs controller (standby true), and
+	// which one (leader, empty when unknown). Nil: this replica runs every controller.
+	Standby func(controller string) (leader string, standby bool)
 }

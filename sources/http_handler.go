@@ -29,7 +29,11 @@ func (h HTTPTriggerServer) Handler(p *Producer) http.Handler {
 			label = controller
 		}
 		status, body := h.trigger(w, r, p, want, controller, label)
-		if status != http.StatusAccepted && status != http.StatusTooManyRequests {
+		switch status {
+		case http.StatusAccepted, http.StatusTooManyRequests:
+		case http.StatusServiceUnavailable:
+			p.count(label, ResultStandby)
+		default:
 			p.Reject(label)
 		}
 		writeJSON(w, status, body)
@@ -53,6 +57,16 @@ func (h HTTPTriggerServer) trigger(w http.ResponseWriter, r *http.Request, p *Pr
 	}
 	if label == "" {
 		return http.StatusNotFound, errorBody{Error: fmt.Sprintf("unknown controller; known: %s", strings.Join(p.Consumers(), ", "))}
+	}
+	if h.Standby != nil {
+		if leader, standby := h.Standby(controller); standby {
+			w.Header().Set("Retry-After", strconv.Itoa(httpTriggerRetryAfter))
+			msg := fmt.Sprintf("this replica does not lead controller %s; retry against another replica", controller)
+			if leader != "" {
+				msg = fmt.Sprintf("this replica does not lead controller %s; %s does: retry against it or another replica", controller, leader)
+			}
+			return http.StatusServiceUnavailable, errorBody{Error: msg, Leader: leader}
+		}
 	}
 	if mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mediaType != "application/json" {
 		return http.StatusUnsupportedMediaType, errorBody{Error: "Content-Type must be application/json"}
@@ -98,6 +112,8 @@ func authorized(r *http.Request, want [sha256.Size]byte) bool {
 type errorBody struct {
 	Error  string `json:"error"`
 	Queued *int   `json:"queued,omitempty"`
+	// Leader is the replica that leads the controller, on a standby's 503.
+	Leader string `json:"leader,omitempty"`
 }
 
 type queuedBody struct {

@@ -158,3 +158,58 @@ func TestHTTPTriggerStatusCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPTriggerStandby: with a Lease per controller the trigger runs on every replica, and a
+// replica that does not lead a controller answers 503 with Retry-After and the leader's name,
+// queues nothing and counts the request as standby; what it leads it queues as usual.
+func TestHTTPTriggerStandby(t *testing.T) {
+	valid := `{"namespace": "team-a", "name": "web"}`
+	r := newTestRegistry(t, 16)
+	myapp := r.Subscribe(HTTPTrigger, "myapp")
+	vs := r.Subscribe(HTTPTrigger, "verticalscaler")
+	standby := func(controller string) (string, bool) {
+		if controller == "myapp" {
+			return "replica-b_1234", true
+		}
+		return "", false
+	}
+	h := HTTPTriggerServer{Token: []byte(triggerToken), Standby: standby}.Handler(r.Producer(HTTPTrigger))
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, triggerRequest("/trigger/myapp", triggerToken, valid))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("status = %d, want 503; body %s", rec.Code, rec.Body)
+	}
+	if got := rec.Header().Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After = %q, want 1", got)
+	}
+	var body struct{ Error, Leader string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("body is not JSON: %v: %s", err, rec.Body)
+	}
+	if body.Leader != "replica-b_1234" || !strings.Contains(body.Error, "does not lead controller myapp") {
+		t.Errorf("body = %s, want the leader and why", rec.Body)
+	}
+	if got := drainEvents(myapp); len(got) != 0 {
+		t.Errorf("a standby queued %v", got)
+	}
+	if got := testutil.ToFloat64(r.events.WithLabelValues("http", "myapp", ResultStandby)); got != 1 {
+		t.Errorf("standby{controller=myapp} = %v, want 1", got)
+	}
+
+	// Authentication comes first: a standby tells nothing to a caller without the token.
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, triggerRequest("/trigger/myapp", "", valid))
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("without a token: status = %d, want 401", rec.Code)
+	}
+
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, triggerRequest("/trigger/verticalscaler", triggerToken, valid))
+	if rec.Code != http.StatusAccepted {
+		t.Errorf("led controller: status = %d, want 202; body %s", rec.Code, rec.Body)
+	}
+	if diff := cmp.Diff([]string{"team-a/web"}, drainEvents(vs)); diff != "" {
+		t.Errorf("events of the led controller (-want +got):\n%s", diff)
+	}
+}

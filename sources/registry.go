@@ -51,6 +51,9 @@ const (
 	ResultSent     = "sent"
 	ResultDropped  = "dropped"
 	ResultRejected = "rejected"
+	// ResultStandby is an HTTP trigger request answered 503 by a replica that does not lead
+	// the controller.
+	ResultStandby = "standby"
 )
 
 // ErrBufferFull is returned by Producer.Send when the consumer's buffer is full and the event
@@ -77,7 +80,7 @@ func NewRegistry(bufferSize int, reg prometheus.Registerer) (*Registry, error) {
 	}
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_source_events_total",
-		Help: "Events offered by channel sources to controllers, by source, controller and result (sent, dropped because the buffer was full, rejected as a bad request).",
+		Help: "Events offered by channel sources to controllers, by source, controller and result (sent, dropped because the buffer was full, rejected as a bad request, standby: refused by a replica that does not lead the controller).",
 	}, []string{"source", "controller", "result"})
 	if err := reg.Register(events); err != nil {
 		// A second registry in one process (tests start several managers) shares the counter.

@@ -8,6 +8,7 @@ package overlays_test
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,6 +58,9 @@ func kustomizations(t *testing.T) []string {
 	if len(dirs) < 3 {
 		t.Fatalf("overlays %v: the issue asks for at least two example overlays", dirs[1:])
 	}
+	if !slices.Contains(dirs, filepath.Join("overlays", "ha")) {
+		t.Fatalf("overlays %v: no ha overlay (three replicas with a Lease per controller)", dirs[1:])
+	}
 	return dirs
 }
 
@@ -73,6 +78,11 @@ func TestOverlays(t *testing.T) {
 			t.Run("rbac", func(t *testing.T) { checkRBAC(t, objs, components) })
 			t.Run("crds", func(t *testing.T) { checkCRDs(t, objs, components) })
 			t.Run("security", func(t *testing.T) { checkSecurity(t, objs) })
+			t.Run("leases", func(t *testing.T) { checkLeaseRBAC(t, objs, components) })
+			t.Run("replicas", func(t *testing.T) { checkReplicas(t, objs) })
+			if dir == filepath.Join("overlays", "ha") {
+				t.Run("ha", func(t *testing.T) { checkHA(t, objs) })
+			}
 		})
 	}
 }
@@ -352,4 +362,130 @@ func checkSecurity(t *testing.T, objs []*unstructured.Unstructured) {
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
 		t.Errorf("manager requests %v: want cpu and memory", c.Resources.Requests)
 	}
+}
+
+// checkLeaseRBAC checks that the leader election Role lets the manager create Leases and get,
+// update and patch exactly the Leases it may hold with the listed controllers: the manager's and
+// one per controller group.
+func checkLeaseRBAC(t *testing.T, objs []*unstructured.Unstructured, components []string) {
+	var selected []controllers.Controller
+	for _, c := range controllers.Table() {
+		if slices.Contains(components, c.Name) {
+			selected = append(selected, c)
+		}
+	}
+	want := controllers.LeaseNames(selected)
+	sort.Strings(want)
+	roles := find[rbacv1.Role](t, objs, "Role")
+	if len(roles) != 1 {
+		t.Fatalf("%d Roles, want the leader election Role", len(roles))
+	}
+	var created bool
+	var named []string
+	for _, rule := range roles[0].Rules {
+		if !slices.Contains(rule.APIGroups, "coordination.k8s.io") || !slices.Contains(rule.Resources, "leases") {
+			continue
+		}
+		switch {
+		case len(rule.ResourceNames) == 0 && cmp.Equal(rule.Verbs, []string{"create"}):
+			created = true
+		case len(rule.ResourceNames) > 0 && cmp.Equal(sortedCopy(rule.Verbs), []string{"get", "patch", "update"}):
+			named = append(named, rule.ResourceNames...)
+		default:
+			t.Errorf("Lease rule %+v: want create on any Lease, or get, update, patch on named ones", rule)
+		}
+	}
+	if !created {
+		t.Errorf("the leader election Role does not let the manager create Leases")
+	}
+	sort.Strings(named)
+	if diff := cmp.Diff(want, named); diff != "" {
+		t.Errorf("Leases the Role names (-the manager's and its controller groups' +named):\n%s", diff)
+	}
+}
+
+// checkReplicas checks that a Deployment of more than one replica runs as replicas should: the
+// manager elects (per controller, where the flags say so), a PodDisruptionBudget keeps all but
+// one running through a drain, and the replicas spread over nodes.
+func checkReplicas(t *testing.T, objs []*unstructured.Unstructured) {
+	var d *appsv1.Deployment
+	for _, dep := range find[appsv1.Deployment](t, objs, "Deployment") {
+		if dep.Name == deployment {
+			d = dep
+		}
+	}
+	if d == nil {
+		t.Fatalf("no Deployment %s", deployment)
+	}
+	opts := managerOptions(t, managerContainer(t, objs).Args)
+	replicas := int32(1)
+	if d.Spec.Replicas != nil {
+		replicas = *d.Spec.Replicas
+	}
+	if replicas == 1 {
+		if len(find[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")) != 0 {
+			t.Errorf("a PodDisruptionBudget for a single replica blocks every drain")
+		}
+		return
+	}
+	if !opts.LeaderElect {
+		t.Errorf("%d replicas without --leader-elect: every one would run every controller", replicas)
+	}
+	pdbs := find[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")
+	if len(pdbs) != 1 {
+		t.Fatalf("%d replicas with %d PodDisruptionBudgets, want one", replicas, len(pdbs))
+	}
+	pdb := pdbs[0]
+	if pdb.Namespace != namespace || !cmp.Equal(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
+		t.Errorf("PodDisruptionBudget %s/%s selects %v, want the Deployment's Pods %v in %s", pdb.Namespace, pdb.Name, pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels, namespace)
+	}
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 || pdb.Spec.MinAvailable != nil {
+		t.Errorf("PodDisruptionBudget: maxUnavailable %v, minAvailable %v; want one replica down at a time", pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable)
+	}
+	spread := false
+	for _, c := range d.Spec.Template.Spec.TopologySpreadConstraints {
+		if c.TopologyKey == corev1.LabelHostname && c.WhenUnsatisfiable == corev1.DoNotSchedule && c.MaxSkew == 1 &&
+			c.LabelSelector != nil && cmp.Equal(c.LabelSelector.MatchLabels, d.Spec.Selector.MatchLabels) {
+			spread = true
+		}
+	}
+	if !spread {
+		t.Errorf("%d replicas without a topology spread over nodes (kubernetes.io/hostname, maxSkew 1, DoNotSchedule) of the Deployment's Pods", replicas)
+	}
+}
+
+// checkHA checks what config/overlays/ha promises: three replicas that share the controllers
+// through a Lease per controller group.
+func checkHA(t *testing.T, objs []*unstructured.Unstructured) {
+	for _, d := range find[appsv1.Deployment](t, objs, "Deployment") {
+		if d.Name == deployment && (d.Spec.Replicas == nil || *d.Spec.Replicas != 3) {
+			t.Errorf("Deployment replicas %v, want 3", d.Spec.Replicas)
+		}
+	}
+	opts := managerOptions(t, managerContainer(t, objs).Args)
+	if !opts.LeaderElect || opts.LeaderElectScope != controllers.ScopeController {
+		t.Errorf("--leader-elect %v --leader-elect-scope %q, want a Lease per controller group", opts.LeaderElect, opts.LeaderElectScope)
+	}
+}
+
+// managerOptions parses the manager's args with its own flags and validation.
+func managerOptions(t *testing.T, args []string) *controllers.Options {
+	t.Helper()
+	table := controllers.Table()
+	opts := controllers.NewOptions()
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	opts.BindFlags(fs, table)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("the manager refuses its args %q: %v", args, err)
+	}
+	if _, err := opts.Resolve(table); err != nil {
+		t.Fatalf("the manager refuses its args %q: %v", args, err)
+	}
+	return opts
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	sort.Strings(out)
+	return out
 }

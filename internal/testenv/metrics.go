@@ -8,6 +8,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // mutatingVerbs are the apiserver_request_total verbs that write.
@@ -17,14 +19,28 @@ var mutatingVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "A
 // requests the API server has served, counted from its own /metrics: a black-box count of every
 // write, failed ones included.
 func (e *Env) APIWrites(ctx context.Context) (map[string]float64, error) {
-	families, err := e.apiServerMetrics(ctx)
+	return APIWrites(ctx, e.Config)
+}
+
+// APIWrites is Env.APIWrites for any API server: cfg must be allowed to read its /metrics (an
+// admin's is).
+func APIWrites(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	all, _, err := APIWriteCounts(ctx, cfg)
+	return all, err
+}
+
+// APIWriteCounts is APIWrites, and from the same reading of the API server's /metrics the
+// writes it answered with a 2xx code: a write a client sent as it was killed may reach the API
+// server and be counted with an error code, having changed nothing.
+func APIWriteCounts(ctx context.Context, cfg *rest.Config) (all, succeeded map[string]float64, err error) {
+	families, err := apiServerMetrics(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	writes := map[string]float64{}
+	all, succeeded = map[string]float64{}, map[string]float64{}
 	family, ok := families["apiserver_request_total"]
 	if !ok {
-		return writes, nil
+		return all, succeeded, nil
 	}
 	for _, m := range family.GetMetric() {
 		l := labels(m)
@@ -35,16 +51,37 @@ func (e *Env) APIWrites(ctx context.Context) (map[string]float64, error) {
 		if l["subresource"] != "" {
 			resource += "/" + l["subresource"]
 		}
-		writes[resource] += m.GetCounter().GetValue()
+		all[resource] += m.GetCounter().GetValue()
+		if strings.HasPrefix(l["code"], "2") {
+			succeeded[resource] += m.GetCounter().GetValue()
+		}
 	}
-	return writes, nil
+	return all, succeeded, nil
+}
+
+// APIOpenWatches returns, per resource, how many watches the API server is serving now
+// (apiserver_longrunning_requests): an informer that starts opens one, and client-go's informers
+// fill their caches through that watch rather than a LIST, so the watches a client opens, not
+// its LIST requests, say whether it started informers.
+func APIOpenWatches(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	families, err := apiServerMetrics(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	watches := map[string]float64{}
+	for _, m := range families["apiserver_longrunning_requests"].GetMetric() {
+		if l := labels(m); l["verb"] == "WATCH" {
+			watches[l["resource"]] += m.GetGauge().GetValue()
+		}
+	}
+	return watches, nil
 }
 
 // APIServerCPUSeconds returns the CPU time the API server process has used, from its own
 // /metrics (process_cpu_seconds_total, in steps of 10 ms): what a benchmark compares when the
 // API server, not the client, is the bottleneck.
 func (e *Env) APIServerCPUSeconds(ctx context.Context) (float64, error) {
-	families, err := e.apiServerMetrics(ctx)
+	families, err := apiServerMetrics(ctx, e.Config)
 	if err != nil {
 		return 0, err
 	}
@@ -55,8 +92,8 @@ func (e *Env) APIServerCPUSeconds(ctx context.Context) (float64, error) {
 	return family.GetMetric()[0].GetCounter().GetValue(), nil
 }
 
-func (e *Env) apiServerMetrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	cs, err := e.Clientset()
+func apiServerMetrics(ctx context.Context, cfg *rest.Config) (map[string]*dto.MetricFamily, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

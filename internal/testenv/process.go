@@ -225,6 +225,23 @@ func (p *Process) Metrics(ctx context.Context) (map[string]float64, error) {
 	return out, nil
 }
 
+// MetricByLabel scrapes the process's /metrics and returns, for the family, the sum of its
+// samples per value of label: for example switchboard_controller_leader by "controller".
+func (p *Process) MetricByLabel(ctx context.Context, family, label string) (map[string]float64, error) {
+	if p.MetricsAddress == "" {
+		return nil, errors.New("the process serves no /metrics (no MetricsAddress)")
+	}
+	families, err := scrape(ctx, "http://"+p.MetricsAddress+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, m := range families[family].GetMetric() {
+		out[labels(m)[label]] += sampleValue(m)
+	}
+	return out, nil
+}
+
 // ControllerMetrics reads each controller's Reading from the process's /metrics: a
 // MetricsSource for Quiet.
 func (p *Process) ControllerMetrics(ctx context.Context) (map[string]Reading, error) {

@@ -13,7 +13,8 @@
 //
 // What it offers:
 //   - the control plane (Start, Main, Env, Env.AddUser) and managers in the test process
-//     (Env.StartManager);
+//     (Env.StartManager), several of them as replicas of one installation (Env.StartReplica),
+//     and a record of every reconcile a manager ran (ReconcileRecorder);
 //   - a namespace per test (Namespace, Env.Namespace);
 //   - one wait until controllers are quiet (Quiet, WaitQuiet), reading this process's
 //     controller metrics (InProcess) or a manager process's (MetricsEndpoint,
@@ -38,6 +39,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,6 +47,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -177,6 +180,27 @@ type Manager struct {
 // stopped when the test ends.
 func (e *Env) StartManager(t testing.TB, args ...string) *Manager {
 	t.Helper()
+	return e.StartReplica(t, Replica{}, args...)
+}
+
+// Replica says what sets one manager apart from the others of a test that runs several in this
+// process, as replicas of one installation.
+type Replica struct {
+	// Identity names the replica in the Leases of --leader-elect-scope=controller; empty, the
+	// manager's default (host name and a random suffix).
+	Identity string
+	// Logger is the manager's logger (its controllers log through it), for example a
+	// ReconcileRecorder's; zero, the process's.
+	Logger logr.Logger
+	// WrapTransport wraps the manager's connection to the API server, for example to cut it
+	// off from some requests.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// StartReplica is StartManager for one of several replicas: with r's identity, logger and
+// connection.
+func (e *Env) StartReplica(t testing.TB, r Replica, args ...string) *Manager {
+	t.Helper()
 	table := controllers.Table()
 	opts := controllers.NewOptions()
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
@@ -189,11 +213,22 @@ func (e *Env) StartManager(t testing.TB, args ...string) *Manager {
 	if err != nil {
 		t.Fatalf("resolving manager flags %v: %v", args, err)
 	}
+	opts.LeaderElectionIdentity = r.Identity
 	mgrOpts := opts.ManagerOptions(controllers.NewScheme(), selection)
 	// Tests start one manager after another in one process; controller names need only be
 	// unique within a manager.
 	mgrOpts.Controller.SkipNameValidation = new(true)
-	mgr, err := ctrl.NewManager(opts.RESTConfig(e.Config), mgrOpts)
+	if r.Logger.GetSink() != nil {
+		mgrOpts.Logger = r.Logger
+	}
+	cfg := opts.RESTConfig(e.Config)
+	if r.WrapTransport != nil {
+		cfg.Wrap(r.WrapTransport)
+	}
+	if mgrOpts.LeaderElectionResourceLockInterface, err = opts.ManagerLeaseLock(cfg, selection); err != nil {
+		t.Fatalf("creating the manager's Lease lock: %v", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
@@ -269,4 +304,17 @@ func ModuleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// UnthrottledClient returns an admin client without client-side rate limit, for tests and
+// benchmarks that create objects by the thousand.
+func (e *Env) UnthrottledClient(t testing.TB) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(e.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

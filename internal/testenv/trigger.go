@@ -21,42 +21,69 @@ const TriggerToken = "trigger-test-token"
 // token and returns the status code. It returns once the trigger answers.
 func (e *Env) StartManagerWithTrigger(t testing.TB, controllers string) func(controller, token, body string) int {
 	t.Helper()
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(TriggerToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := FreeAddress(t)
-	e.StartManager(t, "--controllers="+controllers, "--trigger-bind-address="+addr, "--trigger-token-file="+tokenFile)
-	// The certificate is self-signed, generated at start.
-	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	post := func(controller, token, body string) (int, error) {
-		req, err := http.NewRequest(http.MethodPost, "https://"+addr+"/trigger/"+controller, strings.NewReader(body))
-		if err != nil {
-			return 0, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer func() { _ = resp.Body.Close() }()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode, nil
-	}
-	// The trigger listens once the manager has started its runnables.
-	Eventually(t, 20*time.Second, func() error {
-		_, err := post(controllers, "wrong", "{}")
-		return err
-	})
+	trigger := NewTrigger(t)
+	e.StartManager(t, append([]string{"--controllers=" + controllers}, trigger.Args...)...)
+	trigger.WaitServing(t)
 	return func(controller, token, body string) int {
 		t.Helper()
-		code, err := post(controller, token, body)
+		code, _, err := trigger.Post(controller, token, body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return code
 	}
+}
+
+// Trigger is the HTTP trigger of one manager: the flags that turn it on at a free loopback
+// port with the token TriggerToken, and requests to it.
+type Trigger struct {
+	// Args are the manager's flags for the trigger.
+	Args []string
+	addr string
+	// The certificate is self-signed, generated at start.
+	client *http.Client
+}
+
+// NewTrigger returns a trigger for one manager: pass its Args to the manager.
+func NewTrigger(t testing.TB) *Trigger {
+	t.Helper()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(TriggerToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := FreeAddress(t)
+	return &Trigger{
+		Args:   []string{"--trigger-bind-address=" + addr, "--trigger-token-file=" + tokenFile},
+		addr:   addr,
+		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}},
+	}
+}
+
+// Post POSTs body to /trigger/{controller} with token and returns the status code and body.
+func (tr *Trigger) Post(controller, token, body string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodPost, "https://"+tr.addr+"/trigger/"+controller, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := tr.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data), err
+}
+
+// WaitServing waits until the trigger answers: it listens once the manager has started its
+// runnables.
+func (tr *Trigger) WaitServing(t testing.TB) {
+	t.Helper()
+	Eventually(t, 20*time.Second, func() error {
+		_, _, err := tr.Post("none", "wrong", "{}")
+		return err
+	})
 }
 
 // TriggerTarget is the body of a trigger request naming one object.

@@ -115,13 +115,13 @@ func (c *testCluster) serviceAccountKubeconfig(t *testing.T) (string, *rest.Conf
 // SWITCHBOARD_E2E_LOG_DIR when that is set.
 func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extra ...string) *testenv.Process {
 	t.Helper()
-	probes := testenv.FreeAddress(t)
+	probes, metrics := testenv.FreeAddress(t), testenv.FreeAddress(t)
 	args := append([]string{}, deploymentArgs...)
 	args = append(args,
 		"--kubeconfig="+kubeconfig,
 		"--leader-election-namespace="+managerNamespace,
 		"--health-probe-bind-address="+probes,
-		"--metrics-bind-address="+testenv.FreeAddress(t),
+		"--metrics-bind-address="+metrics,
 	)
 	logDir := os.Getenv("SWITCHBOARD_E2E_LOG_DIR")
 	if logDir != "" {
@@ -129,7 +129,9 @@ func startManager(t *testing.T, kubeconfig string, deploymentArgs []string, extr
 		args = append(args, "--zap-log-level=debug")
 	}
 	args = append(args, extra...)
-	return testenv.RunProcess(t, testenv.Command{Binary: manager, Args: args, ProbeAddress: probes, LogDir: logDir})
+	// The kit reads /metrics over plain HTTP, which the tests that read it ask for with
+	// --metrics-secure=false.
+	return testenv.RunProcess(t, testenv.Command{Binary: manager, Args: args, ProbeAddress: probes, MetricsAddress: metrics, LogDir: logDir})
 }
 
 // clientAs returns a client that authenticates with cfg.

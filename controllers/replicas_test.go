@@ -1,0 +1,524 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/internal/testenv"
+)
+
+// Short leader election timing for the tests (the Lease stores whole seconds): a leader stops
+// within the renew deadline of its last renewal, another replica may start a lease duration
+// after it last saw one.
+const (
+	testLeaseDuration = 3 * time.Second
+	testRenewDeadline = 2 * time.Second
+	testRetryPeriod   = 250 * time.Millisecond
+)
+
+// replica is one manager of a test that runs several as one installation.
+type replica struct {
+	id       string
+	manager  *testenv.Manager
+	recorder *testenv.ReconcileRecorder
+	// cut fails every Lease request of the replica while set: a network partition between it
+	// and the Leases, while its other requests (its controllers' writes) still go through.
+	cut atomic.Bool
+}
+
+// leaseCutter fails the Lease requests of its replica while the replica is cut off.
+type leaseCutter struct {
+	next http.RoundTripper
+	cut  *atomic.Bool
+}
+
+func (l leaseCutter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if l.cut.Load() && strings.Contains(r.URL.Path, "/apis/coordination.k8s.io/") {
+		return nil, errors.New("cut off from the Leases by the test")
+	}
+	return l.next.RoundTrip(r)
+}
+
+// startReplicas starts n managers with a Lease per controller in leaseNamespace, each with its
+// own identity (prefix0, prefix1, ...), reconcile record and connection, and args; perReplica,
+// when not nil, adds the flags of replica i.
+func startReplicas(t *testing.T, prefix string, n int, leaseNamespace string, perReplica func(i int) []string, args ...string) []*replica {
+	t.Helper()
+	base := []string{
+		"--leader-elect", "--leader-elect-scope=controller", "--leader-election-namespace=" + leaseNamespace,
+		"--leader-elect-lease-duration=" + testLeaseDuration.String(),
+		"--leader-elect-renew-deadline=" + testRenewDeadline.String(),
+		"--leader-elect-retry-period=" + testRetryPeriod.String(),
+		"--usage-source=off",
+	}
+	replicas := make([]*replica, n)
+	for i := range replicas {
+		r := &replica{id: fmt.Sprintf("%s%d", prefix, i), recorder: testenv.NewReconcileRecorder(ctrl.Log)}
+		all := append(slices.Clone(base), args...)
+		if perReplica != nil {
+			all = append(all, perReplica(i)...)
+		}
+		r.manager = env.StartReplica(t, testenv.Replica{
+			Identity:      r.id,
+			Logger:        r.recorder.Logger(),
+			WrapTransport: func(next http.RoundTripper) http.RoundTripper { return leaseCutter{next: next, cut: &r.cut} },
+		}, all...)
+		replicas[i] = r
+	}
+	return replicas
+}
+
+// holders returns the holder of each controller's Lease in ns ("" when free or missing); the
+// manager's Lease is named as it is, controllers.LeaderElectionID.
+func holders(t *testing.T, ns string, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range names {
+		lease := controllers.LeaseNamePrefix + name
+		if name == controllers.LeaderElectionID {
+			lease = name
+		}
+		l := &coordinationv1.Lease{}
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: lease}, l)
+		switch {
+		case apierrors.IsNotFound(err):
+			out[name] = ""
+		case err != nil:
+			t.Fatal(err)
+		case l.Spec.HolderIdentity != nil:
+			out[name] = *l.Spec.HolderIdentity
+		}
+	}
+	return out
+}
+
+// waitHeld waits until every named Lease has a holder other than not, and returns the holders.
+func waitHeld(t *testing.T, ns string, timeout time.Duration, not string, names ...string) map[string]string {
+	t.Helper()
+	var got map[string]string
+	testenv.Eventually(t, timeout, func() error {
+		got = holders(t, ns, names...)
+		for _, name := range names {
+			if got[name] == "" || got[name] == not {
+				return fmt.Errorf("holders %v", got)
+			}
+		}
+		return nil
+	})
+	return got
+}
+
+var allControllers = []string{"myapp", "verticalscaler", "configmapwatcher"}
+
+// TestOneWriterPerController runs three replicas with a Lease per controller while every
+// controller reconciles all the time (a periodic resync every second), and forces the Leases to
+// move every way they can: taken by someone else, deleted, the leader cut off from the Leases
+// while it can still write everything else, the leader stopped. From each replica's record of
+// its reconciles, no two replicas ever reconcile for one controller at once; and what the
+// controllers own still converges.
+func TestOneWriterPerController(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "replicas-")
+	const apps = 8
+	createWorkload(t, ns, apps)
+	replicas := startReplicas(t, "r", 3, ns, nil, "--watch-namespaces="+ns, "--resync-interval=1s")
+	byID := map[string]*replica{}
+	for _, r := range replicas {
+		byID[r.id] = r
+	}
+	start := waitHeld(t, ns, 30*time.Second, "", allControllers...)
+	t.Logf("leaders at start: %v", start)
+	waitConverged(t, ns, apps, 1)
+	time.Sleep(2 * time.Second)
+
+	// 1. Another holder takes the myapp Lease (not a replica: an operator, a bug).
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l := &coordinationv1.Lease{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.LeaseNamePrefix + "myapp"}, l); err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.AcquireTime = new("thief"), &now, &now
+		return env.Client.Update(ctx, l)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stolen := time.Now()
+	after := waitHeld(t, ns, 15*time.Second, "thief", "myapp")
+	t.Logf("myapp Lease taken by a thief from %s; %s leads it after the thief's lease expired", start["myapp"], after["myapp"])
+	time.Sleep(2 * time.Second)
+
+	// 2. The verticalscaler Lease is deleted: its holder recreates it and keeps leading.
+	before := holders(t, ns, "verticalscaler")["verticalscaler"]
+	for range 3 {
+		if err := env.Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: controllers.LeaseNamePrefix + "verticalscaler"}}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+	if got := waitHeld(t, ns, 10*time.Second, "", "verticalscaler")["verticalscaler"]; got != before {
+		t.Errorf("the verticalscaler Lease moved from %s to %s after being deleted; its holder should have recreated it", before, got)
+	}
+
+	// 3. The configmapwatcher's leader is cut off from the Leases, not from anything else: it
+	// must stop its workers before another replica may start them.
+	cutID := holders(t, ns, "configmapwatcher")["configmapwatcher"]
+	byID[cutID].cut.Store(true)
+	after = waitHeld(t, ns, 20*time.Second, cutID, "configmapwatcher")
+	t.Logf("configmapwatcher: %s cut off from the Leases, %s took over", cutID, after["configmapwatcher"])
+	time.Sleep(2 * time.Second)
+	byID[cutID].cut.Store(false)
+
+	// 4. The myapp leader stops (a rollout): it hands the Lease over once its workers stopped.
+	stopID := holders(t, ns, "myapp")["myapp"]
+	byID[stopID].manager.Stop()
+	after = waitHeld(t, ns, 20*time.Second, stopID, "myapp")
+	t.Logf("myapp: %s stopped, %s took over", stopID, after["myapp"])
+
+	// Everything still converges: a new spec for every MyApp.
+	bumpReplicas(t, ns, apps, 2)
+	waitConverged(t, ns, apps, 2)
+	time.Sleep(2 * time.Second)
+
+	for _, name := range allControllers {
+		checkOneWriter(t, name, replicas)
+	}
+	// While the thief held the myapp Lease nobody reconciled for myapp: its leader stopped at
+	// its next renewal, and the others waited for the thief's Lease to expire.
+	quietFrom, quietTo := stolen.Add(time.Second), stolen.Add(testLeaseDuration-500*time.Millisecond)
+	for _, r := range replicas {
+		for _, rec := range r.recorder.Records() {
+			if rec.Controller == "myapp" && rec.End.After(quietFrom) && rec.Start.Before(quietTo) {
+				t.Errorf("%s reconciled %s for myapp at %s, %s after the thief took the Lease", r.id, rec.Name, rec.Start.Format("15:04:05.000"), rec.Start.Sub(stolen).Round(time.Millisecond))
+			}
+		}
+	}
+}
+
+// createWorkload creates, in ns, a ConfigMap and n MyApps taking their environment from it (so
+// that the configmapwatcher watches their Deployments), and a VerticalScaler per MyApp.
+func createWorkload(t *testing.T, ns string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}, Data: map[string]string{"LEVEL": "info"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		name := fmt.Sprintf("app-%d", i)
+		app := &v1alpha1.MyApp{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080,
+				EnvFrom: []v1alpha1.ConfigMapEnvSource{{ConfigMapName: "settings"}}},
+		}
+		vs := &v1alpha1.VerticalScaler{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       v1alpha1.VerticalScalerSpec{DeploymentName: name, UpdateMode: v1alpha1.UpdateModeOff},
+		}
+		for _, obj := range []client.Object{app, vs} {
+			if err := env.Client.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// bumpReplicas sets spec.replicas of every MyApp of ns.
+func bumpReplicas(t *testing.T, ns string, n int, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		app := &v1alpha1.MyApp{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("app-%d", i)}, app); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(app.DeepCopy())
+		app.Spec.Replicas = replicas
+		if err := env.Client.Patch(ctx, app, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitConverged waits until the n MyApps of ns have their generation observed and Deployments
+// with replicas replicas, rolled by the configmapwatcher (a config hash), and every
+// VerticalScaler found its Deployment.
+func waitConverged(t *testing.T, ns string, n int, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	testenv.Eventually(t, 60*time.Second, func() error {
+		for i := range n {
+			key := client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("app-%d", i)}
+			app := &v1alpha1.MyApp{}
+			if err := env.Client.Get(ctx, key, app); err != nil {
+				return err
+			}
+			if app.Status.ObservedGeneration != app.Generation {
+				return fmt.Errorf("MyApp %s: generation %d observed %d", key.Name, app.Generation, app.Status.ObservedGeneration)
+			}
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(ctx, key, d); err != nil {
+				return err
+			}
+			if d.Spec.Replicas == nil || *d.Spec.Replicas != replicas || d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation] == "" {
+				return fmt.Errorf("Deployment %s: replicas %v, config hash %q", key.Name, d.Spec.Replicas, d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation])
+			}
+			vs := &v1alpha1.VerticalScaler{}
+			if err := env.Client.Get(ctx, key, vs); err != nil {
+				return err
+			}
+			if c := findCondition(vs.Status.Conditions, v1alpha1.ConditionDeploymentFound); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("VerticalScaler %s: DeploymentFound %+v", key.Name, c)
+			}
+		}
+		return nil
+	})
+}
+
+// term is a stretch of one replica reconciling for one controller.
+type term struct {
+	replica     string
+	first, last time.Time
+	reconciles  int
+}
+
+// checkOneWriter fails the test when two replicas reconciled for controller at overlapping
+// times, and logs who reconciled when.
+func checkOneWriter(t *testing.T, controller string, replicas []*replica) {
+	t.Helper()
+	type record struct {
+		testenv.ReconcileRecord
+		replica string
+	}
+	var all []record
+	for _, r := range replicas {
+		for _, rec := range r.recorder.Records() {
+			if rec.Controller == controller {
+				all = append(all, record{rec, r.id})
+			}
+		}
+	}
+	if len(all) == 0 {
+		t.Errorf("%s: no reconciles recorded", controller)
+		return
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Start.Before(all[j].Start) })
+	lastEnd := map[string]time.Time{}
+	var terms []term
+	overlaps := 0
+	for _, rec := range all {
+		for other, end := range lastEnd {
+			if other != rec.replica && end.After(rec.Start) {
+				overlaps++
+				if overlaps <= 5 {
+					t.Errorf("%s: %s began reconciling %s/%s at %s, %s before %s's last reconcile ended",
+						controller, rec.replica, rec.Namespace, rec.Name, rec.Start.Format("15:04:05.000"), end.Sub(rec.Start), other)
+				}
+			}
+		}
+		if rec.End.After(lastEnd[rec.replica]) {
+			lastEnd[rec.replica] = rec.End
+		}
+		// A replica's reconciles more than a resync interval and a half apart are two terms.
+		if n := len(terms); n == 0 || terms[n-1].replica != rec.replica || rec.Start.Sub(terms[n-1].last) > 1500*time.Millisecond {
+			terms = append(terms, term{replica: rec.replica, first: rec.Start})
+		}
+		terms[len(terms)-1].last = rec.End
+		terms[len(terms)-1].reconciles++
+	}
+	var lines []string
+	for i, tm := range terms {
+		gap := ""
+		if i > 0 {
+			gap = fmt.Sprintf(" (%s after the previous term's last)", tm.first.Sub(terms[i-1].last).Round(time.Millisecond))
+		}
+		lines = append(lines, fmt.Sprintf("%s %s-%s %d reconciles%s", tm.replica, tm.first.Format("15:04:05.000"), tm.last.Format("15:04:05.000"), tm.reconciles, gap))
+	}
+	t.Logf("%s: %d reconciles by %d replicas in %d terms:\n  %s", controller, len(all), len(slices.Compact(sortedReplicas(terms))), len(terms), strings.Join(lines, "\n  "))
+	if overlaps > 0 {
+		t.Errorf("%s: %d reconciles overlapped another replica's", controller, overlaps)
+	}
+}
+
+func sortedReplicas(terms []term) []string {
+	var ids []string
+	for _, tm := range terms {
+		ids = append(ids, tm.replica)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// TestStandbysAreReadyAndSayWhoLeads: with two replicas, every controller is led by one; the
+// other is a warm standby. Both are ready, and each readiness line says which role the replica
+// has; the HTTP trigger of the standby answers 503 naming the leader, and the leader's queues.
+func TestStandbysAreReadyAndSayWhoLeads(t *testing.T) {
+	ns := env.Namespace(t, "standby-")
+	probes := []string{testenv.FreeAddress(t), testenv.FreeAddress(t)}
+	triggers := []*testenv.Trigger{testenv.NewTrigger(t), testenv.NewTrigger(t)}
+	replicas := startReplicas(t, "r", 2, ns, func(i int) []string {
+		return append([]string{"--health-probe-bind-address=" + probes[i]}, triggers[i].Args...)
+	}, "--watch-namespaces="+ns)
+	leaders := waitHeld(t, ns, 30*time.Second, "", allControllers...)
+
+	for i, r := range replicas {
+		roles := readyRoles(t, probes[i])
+		for _, name := range allControllers {
+			want := controllers.RoleStandby
+			if leaders[name] == r.id {
+				want = controllers.RoleLeading
+			}
+			if roles[name] != want {
+				t.Errorf("%s: /readyz?verbose says %s is %q, want %q (leaders %v)", r.id, name, roles[name], want, leaders)
+			}
+			resp, err := http.Get("http://" + probes[i] + "/readyz/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || string(body) != "ok: "+want {
+				t.Errorf("%s: /readyz/%s answered %d %q, want 200 %q", r.id, name, resp.StatusCode, body, "ok: "+want)
+			}
+		}
+
+		triggers[i].WaitServing(t)
+		code, body, err := triggers[i].Post("myapp", testenv.TriggerToken, testenv.TriggerTarget(ns, "none"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case leaders["myapp"] == r.id && code != http.StatusAccepted:
+			t.Errorf("%s leads myapp: its trigger answered %d %s, want 202", r.id, code, body)
+		case leaders["myapp"] != r.id && (code != http.StatusServiceUnavailable || !strings.Contains(body, leaders["myapp"])):
+			t.Errorf("%s is a standby for myapp: its trigger answered %d %s, want 503 naming %s", r.id, code, body, leaders["myapp"])
+		}
+	}
+}
+
+// readyRoles reads /readyz?verbose at addr once it answers 200, and returns each check's role.
+func readyRoles(t *testing.T, addr string) map[string]string {
+	t.Helper()
+	roles := map[string]string{}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		resp, err := http.Get("http://" + addr + "/readyz?verbose")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %d: %s", resp.StatusCode, body)
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			if rest, ok := strings.CutPrefix(line, "[+]"); ok {
+				name, role, _ := strings.Cut(rest, " ok: ")
+				roles[name] = role
+			}
+		}
+		return nil
+	})
+	return roles
+}
+
+// TestLeasesSpreadAcrossReplicas starts three replicas together, again and again, and counts how
+// many controllers each leads: the head start a replica gives the others for every Lease it
+// holds spreads the three controllers, one each most of the time.
+func TestLeasesSpreadAcrossReplicas(t *testing.T) {
+	runs := testenv.BenchSetting("SWITCHBOARD_SPREAD_RUNS", 5)
+	spreads := map[string]int{}
+	for range runs {
+		ns := env.Namespace(t, "spread-")
+		replicas := startReplicas(t, "r", 3, ns, nil, "--watch-namespaces="+ns)
+		leaders := waitHeld(t, ns, 30*time.Second, "", allControllers...)
+		counts := map[string]int{}
+		for _, id := range leaders {
+			counts[id]++
+		}
+		var spread []int
+		for _, r := range replicas {
+			spread = append(spread, counts[r.id])
+		}
+		sort.Sort(sort.Reverse(sort.IntSlice(spread)))
+		key := fmt.Sprint(spread)
+		spreads[key]++
+		if spread[0] == 3 {
+			t.Errorf("one replica took every Lease: %v", leaders)
+		}
+		for _, r := range replicas {
+			r.manager.Stop()
+		}
+	}
+	t.Logf("Leases led per replica (most first) over %d starts of 3 replicas with 3 controllers: %v", runs, spreads)
+}
+
+// TestScopeSwitchRollout rolls replicas from one Lease for the manager to a Lease per
+// controller and back, as a Deployment rollout would (new replicas start before old ones stop):
+// a replica of one scope takes no Lease while one of the other scope leads, so no controller
+// ever runs on two replicas at once.
+func TestScopeSwitchRollout(t *testing.T) {
+	ns := env.Namespace(t, "rollout-")
+	const apps = 4
+	createWorkload(t, ns, apps)
+	args := []string{"--watch-namespaces=" + ns, "--resync-interval=1s"}
+
+	// One replica elected for the whole manager leads everything.
+	old := startReplicas(t, "manager-scope-", 1, ns, nil, append(slices.Clone(args), "--leader-elect-scope=manager")...)
+	waitConverged(t, ns, apps, 1)
+	// Replicas with a Lease per controller start beside it, and must wait.
+	next := startReplicas(t, "controller-scope-", 2, ns, nil, args...)
+	time.Sleep(3 * testRetryPeriod * 4)
+	if got := holders(t, ns, allControllers...); !maps.Equal(got, map[string]string{"myapp": "", "verticalscaler": "", "configmapwatcher": ""}) {
+		t.Errorf("per-controller replicas took Leases while the manager-scope replica led: %v", got)
+	}
+	// The old replica goes: the new ones take over.
+	old[0].manager.Stop()
+	waitHeld(t, ns, 20*time.Second, "", allControllers...)
+	bumpReplicas(t, ns, apps, 2)
+	waitConverged(t, ns, apps, 2)
+
+	// And back: a manager-scope replica waits for the per-controller ones to go.
+	back := startReplicas(t, "manager-scope-again-", 1, ns, nil, append(slices.Clone(args), "--leader-elect-scope=manager")...)
+	time.Sleep(3 * testRetryPeriod * 4)
+	if got := holders(t, ns, controllers.LeaderElectionID)[controllers.LeaderElectionID]; got != "" {
+		t.Errorf("the manager-scope replica took the manager's Lease while per-controller replicas led: holder %s", got)
+	}
+	for _, r := range next {
+		r.manager.Stop()
+	}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if got := holders(t, ns, controllers.LeaderElectionID)[controllers.LeaderElectionID]; got == "" {
+			return fmt.Errorf("the manager's Lease is not held yet")
+		}
+		return nil
+	})
+	bumpReplicas(t, ns, apps, 3)
+	waitConverged(t, ns, apps, 3)
+
+	all := append(append(old, next...), back...)
+	for _, name := range allControllers {
+		checkOneWriter(t, name, all)
+	}
+}
