@@ -25,6 +25,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -521,4 +522,137 @@ func TestScopeSwitchRollout(t *testing.T) {
 	for _, name := range allControllers {
 		checkOneWriter(t, name, all)
 	}
+}
+
+// TestReelectedLeaderResumesFromTheCheckpoint: a replica that led the verticalscaler, lost its
+// Lease and leads it again resumes the usage history from the checkpoint the leader in between
+// wrote, not from its own older memory, which would overwrite that checkpoint. Replica a sees
+// low CPU usage; b, leading while a is cut off from the Leases, sees high usage; a, leading
+// again, sees low usage again, so only b's checkpoint can tell it of the high: its first
+// checkpoint must hold it.
+func TestReelectedLeaderResumesFromTheCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "reelected-")
+	const low, high = "cpu=100m,memory=100Mi", "cpu=2,memory=100Mi"
+	labels := map[string]string{"app": "web"}
+	container := corev1.Container{Name: "app", Image: "registry.example.com/app:v1"}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0", Labels: labels,
+			Annotations: map[string]string{recommender.UsageAnnotationPrefix + "app": low}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{container}},
+	}
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{container}}},
+		}},
+		pod,
+		&v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web", UpdateMode: v1alpha1.UpdateModeOff}},
+	}
+	for _, obj := range objs {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"--controllers=verticalscaler", "--watch-namespaces=" + ns, "--resync-interval=0",
+		"--usage-source=pod-annotations", "--usage-interval=200ms", "--checkpoint-interval=1s"}
+	anyHistory := func(*v1alpha1.VerticalScalerCheckpoint, *v1alpha1.ContainerCheckpoint) error { return nil }
+
+	// a starts alone, so it leads; b starts as its standby.
+	a := startReplicas(t, "a", 1, ns, nil, args...)[0]
+	waitHeld(t, ns, 30*time.Second, "", "verticalscaler")
+	b := startReplicas(t, "b", 1, ns, nil, args...)[0]
+	_, fromA := waitCheckpoint(t, ns, anyHistory)
+
+	// b leads while a is cut off from the Leases, and sees high usage from then on.
+	a.cut.Store(true)
+	if got := waitHeld(t, ns, 20*time.Second, a.id, "verticalscaler")["verticalscaler"]; got != b.id {
+		t.Fatalf("the verticalscaler Lease went from %s to %s, want %s", a.id, got, b.id)
+	}
+	setUsage(t, pod, high)
+	_, fromB := waitCheckpoint(t, ns, func(_ *v1alpha1.VerticalScalerCheckpoint, c *v1alpha1.ContainerCheckpoint) error {
+		if topBucket(c.CPU) <= topBucket(fromA.CPU) {
+			return fmt.Errorf("top CPU bucket %d, not above a's %d yet", topBucket(c.CPU), topBucket(fromA.CPU))
+		}
+		return nil
+	})
+	if !fromB.FirstSampleTime.Equal(fromA.FirstSampleTime) {
+		t.Errorf("b's history starts at %v, want a's checkpointed start %v", fromB.FirstSampleTime, fromA.FirstSampleTime)
+	}
+
+	// a leads again, and sees low usage again.
+	setUsage(t, pod, low)
+	a.cut.Store(false)
+	b.cut.Store(true)
+	if got := waitHeld(t, ns, 20*time.Second, b.id, "verticalscaler")["verticalscaler"]; got != a.id {
+		t.Fatalf("the verticalscaler Lease went from %s to %s, want %s", b.id, got, a.id)
+	}
+	// b stopped before a took the Lease: a checkpoint written from now on is a's.
+	taken, _ := waitCheckpoint(t, ns, anyHistory)
+	_, first := waitCheckpoint(t, ns, func(cp *v1alpha1.VerticalScalerCheckpoint, _ *v1alpha1.ContainerCheckpoint) error {
+		if cp.ResourceVersion == taken.ResourceVersion {
+			return errors.New("not written since a took the Lease")
+		}
+		return nil
+	})
+	t.Logf("CPU samples and top bucket: a's checkpoint %d, %d; b's %d, %d; a's first when leading again %d, %d",
+		fromA.Samples, topBucket(fromA.CPU), fromB.Samples, topBucket(fromB.CPU), first.Samples, topBucket(first.CPU))
+	// The top bucket is what tells: a's older memory, never having seen the high usage, stops
+	// at the low bucket, whereas its sample count can outgrow b's checkpoint's.
+	if topBucket(first.CPU) < topBucket(fromB.CPU) || first.Samples <= fromB.Samples {
+		t.Errorf("a's first checkpoint when leading again holds %d CPU samples up to bucket %d; want b's history (%d samples, up to bucket %d) and more",
+			first.Samples, topBucket(first.CPU), fromB.Samples, topBucket(fromB.CPU))
+	}
+}
+
+// setUsage sets the usage pod reports to the pod-annotations usage source for its container
+// "app".
+func setUsage(t *testing.T, pod *corev1.Pod, usage string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		pod.Annotations[recommender.UsageAnnotationPrefix+"app"] = usage
+		return env.Client.Update(context.Background(), pod)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitCheckpoint waits until the checkpoint of the VerticalScaler "web" of ns exists with a
+// history of container "app" that passes check, and returns both.
+func waitCheckpoint(t *testing.T, ns string, check func(*v1alpha1.VerticalScalerCheckpoint, *v1alpha1.ContainerCheckpoint) error) (*v1alpha1.VerticalScalerCheckpoint, *v1alpha1.ContainerCheckpoint) {
+	t.Helper()
+	var cp *v1alpha1.VerticalScalerCheckpoint
+	var history *v1alpha1.ContainerCheckpoint
+	testenv.Eventually(t, 20*time.Second, func() error {
+		cp, history = &v1alpha1.VerticalScalerCheckpoint{}, nil
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, cp); err != nil {
+			return err
+		}
+		for i := range cp.Status.Containers {
+			if cp.Status.Containers[i].Name == "app" {
+				history = &cp.Status.Containers[i]
+			}
+		}
+		if history == nil || history.Samples == 0 {
+			return fmt.Errorf("no history of container app: %+v", cp.Status)
+		}
+		return check(cp, history)
+	})
+	return cp, history
+}
+
+// topBucket is the index of the highest bucket of h with some weight; -1 when h is empty.
+func topBucket(h v1alpha1.HistogramCheckpoint) int {
+	for i := len(h.Weights) - 1; i >= 0; i-- {
+		if h.Weights[i] > 0 {
+			return int(h.FirstBucket) + i
+		}
+	}
+	return -1
 }
