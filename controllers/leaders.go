@@ -98,8 +98,8 @@ type electedWiring struct {
 	registry   *sources.Registry
 	triggers   map[string][]<-chan event.GenericEvent
 	replica    *leases.Replica
-	groups    []group
-	groupOf   map[string]string
+	groups     []group
+	groupOf    map[string]string
 }
 
 // wireElected sets the selected controllers up to run per group, each group only while this
@@ -139,9 +139,9 @@ func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Option
 	}
 	w := &electedWiring{
 		mgr: mgr, opts: o, sel: sel, namespaces: namespaces, registry: registry, replica: replica,
-		triggers:  map[string][]<-chan event.GenericEvent{},
-		groups:    groupsOf(sel.Controllers, Controller.leaseGroup),
-		groupOf:   map[string]string{},
+		triggers: map[string][]<-chan event.GenericEvent{},
+		groups:   groupsOf(sel.Controllers, Controller.leaseGroup),
+		groupOf:  map[string]string{},
 	}
 	for _, c := range sel.Controllers {
 		w.groupOf[c.Name] = c.leaseGroup()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -582,8 +583,12 @@ func TestReelectedLeaderResumesFromTheCheckpoint(t *testing.T) {
 		t.Errorf("b's history starts at %v, want a's checkpointed start %v", fromB.FirstSampleTime, fromA.FirstSampleTime)
 	}
 
-	// a leads again, and sees low usage again.
+	// a leads again, and sees low usage again. Until a's first checkpoint, the status must never
+	// go back to a recommendation from fewer samples than b's: a report a's poller made in its
+	// first term would be one (and a reconcile at the start of a's new term would write it).
 	setUsage(t, pod, low)
+	bSamples := waitStatusSamples(t, ns, fromB.Samples)
+	fewest := watchFewestStatusSamples(t, ns)
 	a.cut.Store(false)
 	b.cut.Store(true)
 	if got := waitHeld(t, ns, 20*time.Second, b.id, "verticalscaler")["verticalscaler"]; got != a.id {
@@ -597,6 +602,9 @@ func TestReelectedLeaderResumesFromTheCheckpoint(t *testing.T) {
 		}
 		return nil
 	})
+	if got := fewest(); got < bSamples {
+		t.Errorf("after a took the Lease back, the status showed a recommendation from %d samples, fewer than b's %d: a report from a's earlier term", got, bSamples)
+	}
 	t.Logf("CPU samples and top bucket: a's checkpoint %d, %d; b's %d, %d; a's first when leading again %d, %d",
 		fromA.Samples, topBucket(fromA.CPU), fromB.Samples, topBucket(fromB.CPU), first.Samples, topBucket(first.CPU))
 	// The top bucket is what tells: a's older memory, never having seen the high usage, stops
@@ -604,6 +612,67 @@ func TestReelectedLeaderResumesFromTheCheckpoint(t *testing.T) {
 	if topBucket(first.CPU) < topBucket(fromB.CPU) || first.Samples <= fromB.Samples {
 		t.Errorf("a's first checkpoint when leading again holds %d CPU samples up to bucket %d; want b's history (%d samples, up to bucket %d) and more",
 			first.Samples, topBucket(first.CPU), fromB.Samples, topBucket(fromB.CPU))
+	}
+}
+
+// statusSamples returns the samples behind the status recommendation of container "app" of the
+// VerticalScaler "web" of ns; 0 without one.
+func statusSamples(ctx context.Context, ns string) (int64, error) {
+	vs := &v1alpha1.VerticalScaler{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, vs); err != nil {
+		return 0, err
+	}
+	if vs.Status.Recommendation == nil {
+		return 0, nil
+	}
+	for _, r := range vs.Status.Recommendation.ContainerRecommendations {
+		if r.ContainerName == "app" {
+			return r.Samples, nil
+		}
+	}
+	return 0, nil
+}
+
+// waitStatusSamples waits until the status recommendation comes from at least atLeast samples,
+// and returns how many.
+func waitStatusSamples(t *testing.T, ns string, atLeast int64) int64 {
+	t.Helper()
+	var n int64
+	testenv.Eventually(t, 20*time.Second, func() error {
+		var err error
+		if n, err = statusSamples(context.Background(), ns); err != nil {
+			return err
+		}
+		if n < atLeast {
+			return fmt.Errorf("status recommendation from %d samples, want at least %d", n, atLeast)
+		}
+		return nil
+	})
+	return n
+}
+
+// watchFewestStatusSamples reads the status recommendation every 10 ms (a stale one lasts for a
+// reconcile and a poll, a few hundred ms) until the returned function is called, which returns
+// the fewest samples seen.
+func watchFewestStatusSamples(t *testing.T, ns string) func() int64 {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	fewest := int64(math.MaxInt64)
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if n, err := statusSamples(ctx, ns); err == nil {
+				fewest = min(fewest, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(stop)
+	return func() int64 {
+		stop()
+		<-done
+		return fewest
 	}
 }
 

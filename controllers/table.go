@@ -172,6 +172,9 @@ func Table() []Controller {
 					if err != nil {
 						return nil, err
 					}
+					// Made before the controller starts, in each term of leading it: no
+					// reconcile reads a report of an earlier term's poller.
+					usageReports.Clear()
 					// Checkpoints are read uncached too: each once, after a restart or a leader
 					// change.
 					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetAPIReader(), Usage: usage, Interval: o.UsageInterval,

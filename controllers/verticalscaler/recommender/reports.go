@@ -49,3 +49,8 @@ func (s *Reports) Latest(key types.NamespacedName, deploymentName string) (Repor
 
 // Forget drops what is held for the VerticalScaler key, once it is deleted.
 func (s *Reports) Forget(key types.NamespacedName) { s.m.Delete(key) }
+
+// Clear drops every report. A new poller starts a new history (from the checkpoints): the reports
+// of an earlier one, made by this replica in an earlier term of leading, are older than what the
+// leaders since then recommended, and a reconcile must not write them back.
+func (s *Reports) Clear() { s.m.Clear() }
