@@ -31,6 +31,10 @@ type Controller struct {
 	// Name selects the controller in --controllers and --concurrency, and names it in logs,
 	// metrics and its field manager.
 	Name string
+	// Group, when set, names the rows that make up one feature (one row per primary kind):
+	// --controllers and --concurrency accept it for all of them, and config/components has one
+	// component per group.
+	Group string
 	// EnabledByDefault says whether "*" enables it.
 	EnabledByDefault bool
 	// For is the primary kind: one reconcile per object of this kind.

@@ -252,7 +252,7 @@ func kindOf(obj client.Object) string {
 // PrintTable writes the controller table as aligned columns.
 func PrintTable(w io.Writer, table []Controller) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDEFAULT\tFOR\tWATCHES\tINDEXES\tSOURCES")
+	fmt.Fprintln(tw, "NAME\tGROUP\tDEFAULT\tFOR\tWATCHES\tINDEXES\tSOURCES")
 	for _, c := range table {
 		def := "on"
 		if !c.EnabledByDefault {
@@ -268,14 +268,14 @@ func PrintTable(w io.Writer, table []Controller) error {
 		for _, s := range c.Sources {
 			srcs = append(srcs, string(s))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, def, kindOf(c.For),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, orNone([]string{c.Group}), def, kindOf(c.For),
 			orNone(watches), orNone(indexes), orNone(srcs))
 	}
 	return tw.Flush()
 }
 
 func orNone(items []string) string {
-	if len(items) == 0 {
+	if len(items) == 0 || len(items) == 1 && items[0] == "" {
 		return "-"
 	}
 	return strings.Join(items, ", ")
