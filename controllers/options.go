@@ -6,13 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -56,8 +59,23 @@ type Options struct {
 	TriggerTokenFile        string
 	TriggerSecure           bool
 	TriggerCertDir          string
+	ReloaderAnnotations     bool
+	ReloadDebounce          time.Duration
+	ConfigDigestKeySecret   string
 	Zap                     zap.Options
 }
+
+// DefaultReloadDebounce is --reload-debounce's default: a helm upgrade's three changes, made as
+// fast as a client makes them, arrive within it, and a single change still reaches the Pod
+// template within the latency target (README, Performance, has the measurements).
+const DefaultReloadDebounce = 30 * time.Millisecond
+
+// DefaultConfigDigestKeySecret is the name of the configmapwatcher's digest key Secret in the
+// manager's namespace.
+const DefaultConfigDigestKeySecret = "switchboard-config-digest-key"
+
+// serviceAccountNamespaceFile is where a Pod finds its namespace.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // NewOptions returns the defaults of every flag.
 func NewOptions() *Options {
@@ -78,6 +96,10 @@ func NewOptions() *Options {
 		UsageSource:      recommender.UsageFromMetricsAPI,
 		UsageInterval:    recommender.DefaultUsageInterval,
 		TriggerSecure:    true,
+		// Reloader's annotations are honoured, so that replacing Reloader needs no manifest
+		// change.
+		ReloaderAnnotations: true,
+		ReloadDebounce:      DefaultReloadDebounce,
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
 		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
 	}
@@ -106,6 +128,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.StringVar(&o.TriggerTokenFile, "trigger-token-file", o.TriggerTokenFile, "File holding the bearer token that callers of the HTTP trigger must present; read at start.")
 	fs.BoolVar(&o.TriggerSecure, "trigger-secure", o.TriggerSecure, "Serve the HTTP trigger over HTTPS (HTTP/1.1 only).")
 	fs.StringVar(&o.TriggerCertDir, "trigger-cert-dir", o.TriggerCertDir, "Directory holding tls.crt and tls.key for the HTTP trigger, reloaded when they change; empty serves a self-signed certificate generated at start.")
+	fs.BoolVar(&o.ReloaderAnnotations, "reloader-annotations", o.ReloaderAnnotations, "Make the configmapwatcher honour Stakater Reloader's annotations (reloader.stakater.com/auto, .../search and .../match, .../ignore, configmap.reloader.stakater.com/reload, ...) as well as app.example.com/reload.")
+	fs.DurationVar(&o.ReloadDebounce, "reload-debounce", o.ReloadDebounce, "How long the configmapwatcher waits after a ConfigMap or Secret change before reading the workloads' data, so that changes made together roll a workload once; 0 reads at once.")
+	fs.StringVar(&o.ConfigDigestKeySecret, "config-digest-key-secret", o.ConfigDigestKeySecret, "The Secret, NAME or NAMESPACE/NAME, holding the key of the configmapwatcher's digests, created with a random key when missing; by default "+DefaultConfigDigestKeySecret+" in the manager's namespace ($POD_NAMESPACE, else the ServiceAccount's, else --leader-election-namespace, else 'default').")
 	o.Zap.BindFlags(fs)
 }
 
@@ -146,8 +171,49 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		return Selection{}, fmt.Errorf("--usage-interval must be positive, got %s", o.UsageInterval)
 	case o.TriggerBindAddress != "" && o.TriggerTokenFile == "":
 		return Selection{}, errors.New("--trigger-bind-address needs --trigger-token-file: the HTTP trigger never runs without a token")
+	case o.ReloadDebounce < 0:
+		return Selection{}, fmt.Errorf("--reload-debounce must not be negative, got %s", o.ReloadDebounce)
+	}
+	if _, err := o.digestKeySecret(); err != nil {
+		return Selection{}, err
 	}
 	return Selection{Controllers: selected, Concurrency: concurrency}, nil
+}
+
+// digestKeySecret resolves --config-digest-key-secret: NAME or NAMESPACE/NAME, the namespace
+// being the manager's own by default.
+func (o *Options) digestKeySecret() (types.NamespacedName, error) {
+	value := o.ConfigDigestKeySecret
+	if value == "" {
+		value = DefaultConfigDigestKeySecret
+	}
+	namespace, name, qualified := strings.Cut(value, "/")
+	if !qualified {
+		namespace, name = managerNamespace(o.LeaderElectionNamespace), value
+	}
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("--config-digest-key-secret: %q is not a namespace name: %s", namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("--config-digest-key-secret: %q is not a Secret name: %s", name, strings.Join(errs, "; "))
+	}
+	return types.NamespacedName{Namespace: namespace, Name: name}, nil
+}
+
+// managerNamespace is the namespace the manager runs in: $POD_NAMESPACE (the manifests set it
+// from the downward API), else the ServiceAccount's, else the leader election's, else
+// "default", for `make run` on a local cluster.
+func managerNamespace(leaderElectionNamespace string) string {
+	if ns := strings.TrimSpace(os.Getenv("POD_NAMESPACE")); ns != "" {
+		return ns
+	}
+	if data, err := os.ReadFile(serviceAccountNamespaceFile); err == nil && strings.TrimSpace(string(data)) != "" {
+		return strings.TrimSpace(string(data))
+	}
+	if leaderElectionNamespace != "" {
+		return leaderElectionNamespace
+	}
+	return metav1.NamespaceDefault
 }
 
 // namespaces parses --watch-namespaces.

@@ -159,7 +159,8 @@ func TestTableIsWellFormed(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher"}, Selection{Controllers: Table()}.Names()); diff != "" {
+	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets",
+		"configmapwatcher-daemonsets", "configmapwatcher-cronjobs"}, Selection{Controllers: Table()}.Names()); diff != "" {
 		t.Errorf("table rows (-want +got):\n%s", diff)
 	}
 }

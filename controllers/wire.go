@@ -50,7 +50,7 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	}
 	for _, c := range sel.Controllers {
 		workers := max(1, sel.Concurrency[c.Name])
-		if err := build(mgr, c, workers, slices.Sorted(maps.Keys(namespaces)), subscribe(registry, c, o)); err != nil {
+		if err := build(mgr, c, workers, slices.Sorted(maps.Keys(namespaces)), subscribe(registry, c, o), o); err != nil {
 			return fmt.Errorf("setting up controller %s: %w", c.Name, err)
 		}
 	}
@@ -59,7 +59,7 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 
 // build builds controller c from its row and adds it to mgr: its primary kind, its watches, one
 // channel source per trigger, and its reconciler wrapped in the reconcile log.
-func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, triggers []<-chan event.GenericEvent) error {
+func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, triggers []<-chan event.GenericEvent, o *Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(c.Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -74,7 +74,7 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 		case Maps:
 			b = b.Watches(w.Object, handler.EnqueueRequestsFromMapFunc(w.Map(mgr.GetClient())), builder.WithPredicates(w.Predicates...))
 		case Uncached:
-			src, err := w.Source(mgr, namespaces)
+			src, err := w.Source(mgr, namespaces, o)
 			if err != nil {
 				return fmt.Errorf("watch of %s: %w", kindOf(w.Object), err)
 			}
@@ -84,7 +84,11 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 	for _, trigger := range triggers {
 		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(reconcilelog.Wrap(c.New(mgr)))
+	r, err := c.New(mgr, o)
+	if err != nil {
+		return err
+	}
+	return b.Complete(reconcilelog.Wrap(r))
 }
 
 // addChecks adds the liveness ping and one readiness check per controller.

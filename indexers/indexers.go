@@ -43,8 +43,6 @@ const (
 	// roll on, as "ConfigMap/NAME" and "Secret/NAME", and under "ConfigMap/*" and "Secret/*"
 	// when names of that kind count through a regular expression (see podrefs.Selection).
 	WorkloadSourcesField = "spec.template.sources"
-	// DeploymentConfigMapsField indexes opted-in Deployments by the ConfigMaps they reload on.
-	DeploymentConfigMapsField = "spec.template.configMaps"
 )
 
 // The shared indexes.
@@ -55,8 +53,6 @@ var (
 		Field:   VerticalScalerDeploymentNameField,
 		Extract: VerticalScalerDeploymentName,
 	}
-	// DeploymentByConfigMap finds the opted-in Deployments that reload on a ConfigMap.
-	DeploymentByConfigMap = Index{Object: &appsv1.Deployment{}, Field: DeploymentConfigMapsField, Extract: DeploymentConfigMaps}
 	// DeploymentBySource finds the opted-in Deployments that may roll on a ConfigMap or Secret.
 	DeploymentBySource = Index{Object: &appsv1.Deployment{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
 	// StatefulSetBySource finds the opted-in StatefulSets that may roll on a ConfigMap or Secret.
@@ -89,16 +85,6 @@ func WorkloadSources(obj client.Object) []string {
 	}
 	selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, true)
 	return selection.IndexValues(podrefs.References(&template.Spec))
-}
-
-// DeploymentConfigMaps returns the ConfigMaps an opted-in Deployment reloads on (see
-// podrefs.ReloadConfigMaps), and nothing for a Deployment that did not opt in.
-func DeploymentConfigMaps(obj client.Object) []string {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return nil
-	}
-	return podrefs.ReloadConfigMaps(d.Annotations, &d.Spec.Template.Spec)
 }
 
 // Register adds each of the given indexes to the field indexer once, however many times it is

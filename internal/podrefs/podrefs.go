@@ -245,12 +245,3 @@ func containerReferences(containers []corev1.Container) []corev1.Container {
 	}
 	return out
 }
-
-// ReloadConfigMaps is LegacyReloadConfigMaps; the configmapwatcher's Deployment-only
-// reconciler reads it until it learns Secrets.
-func ReloadConfigMaps(annotations map[string]string, spec *corev1.PodSpec) []string {
-	return LegacyReloadConfigMaps(annotations, spec)
-}
-
-// ConfigMapReferencesOnly is ReferencesOnly.
-func ConfigMapReferencesOnly(spec *corev1.PodSpec) corev1.PodSpec { return ReferencesOnly(spec) }
