@@ -29,7 +29,7 @@ var errResourceVersionGone = errors.New("resourceVersion gone")
 // controllers of every workload kind share: one metadata-only watch per namespace that stores
 // nothing, fanned out to each registered controller. Each added, changed or deleted object is
 // mapped by each controller to its workloads that may roll on it (through the shared index on
-// its cache), and those are queued after the controller's debounce delay.
+// its cache), and those are queued once they have seen no change for the debounce delay.
 //
 // An informer would keep every ConfigMap and Secret of the cluster in memory (as metadata, but
 // still some hundreds of bytes each) only to replay them after a relist. These controllers need
@@ -75,6 +75,8 @@ type consumer struct {
 	optedIn func(ctx context.Context, namespace string) ([]reconcile.Request, error)
 	// delay is the debounce delay of the requests it queues.
 	delay time.Duration
+	// debounce holds the requests waiting out the delay.
+	debounce *debouncer
 }
 
 // newChanges returns the shared watch of kind's objects over namespaces (none for all).
@@ -275,19 +277,70 @@ func (c *changes) drain(ctx context.Context, w watch.Interface, rv string) (stri
 	}
 }
 
-// dispatch queues, in every consumer, the workloads that may roll on src, after the
-// consumer's debounce delay. The work queue keeps the earliest time of a request that already
-// waits, so every change within the delay of the first is read by one reconcile.
+// dispatch queues, in every consumer, the workloads that may roll on src, once they have seen no
+// change for the consumer's debounce delay (see debouncer).
 func (c *changes) dispatch(ctx context.Context, src podrefs.Source, namespace string) {
 	for _, cons := range c.snapshot() {
 		for _, req := range cons.workloadsFor(ctx, namespace, src) {
-			if cons.delay > 0 {
-				cons.queue.AddAfter(req, cons.delay)
+			if cons.debounce != nil {
+				cons.debounce.add(req)
 			} else {
 				cons.queue.Add(req)
 			}
 		}
 	}
+}
+
+// maxDebounce is how many debounce delays a request waits at most, however often its sources
+// change: a source changed without pause still rolls its workloads.
+const maxDebounce = 10
+
+// debouncer queues a request once it has had no new change for quiet (a quiet period: each
+// change starts the wait again), but no later than maxDebounce times quiet after its first
+// change. The changes made together to several sources of a workload (a helm upgrade applies
+// them one after the other) are then read by one reconcile, as long as the gap between two of
+// them is shorter than quiet: the whole burst may be longer. The work queue's own AddAfter
+// keeps the earliest time of a waiting request, a window from the first change, which would
+// have to outlast the whole burst, and every single change would wait that long.
+type debouncer struct {
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	quiet time.Duration
+
+	mu      sync.Mutex
+	pending map[reconcile.Request]*pendingRequest
+}
+
+// pendingRequest is a request waiting out its quiet period.
+type pendingRequest struct {
+	first time.Time
+	timer *time.Timer
+}
+
+// newDebouncer returns a debouncer that adds to queue the requests that had no change for quiet.
+func newDebouncer(queue workqueue.TypedRateLimitingInterface[reconcile.Request], quiet time.Duration) *debouncer {
+	return &debouncer{queue: queue, quiet: quiet, pending: map[reconcile.Request]*pendingRequest{}}
+}
+
+// add starts, or starts again, req's quiet period.
+func (d *debouncer) add(req reconcile.Request) {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p, ok := d.pending[req]; ok && p.timer.Stop() {
+		p.timer.Reset(max(0, min(d.quiet, p.first.Add(maxDebounce*d.quiet).Sub(now))))
+		return
+	}
+	// None waits, or its timer is firing now: a new wait, so that this change is read too.
+	p := &pendingRequest{first: now}
+	p.timer = time.AfterFunc(d.quiet, func() {
+		d.mu.Lock()
+		if d.pending[req] == p {
+			delete(d.pending, req)
+		}
+		d.mu.Unlock()
+		d.queue.Add(req)
+	})
+	d.pending[req] = p
 }
 
 // resourceVersionGone tells whether err says that the API server no longer has the
@@ -323,6 +376,9 @@ func (s *changesSource) String() string {
 func (s *changesSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	cons := s.consumer
 	cons.queue = queue
+	if cons.delay > 0 {
+		cons.debounce = newDebouncer(queue, cons.delay)
+	}
 	s.synced = s.changes.register(ctx, &cons)
 	return nil
 }

@@ -215,9 +215,9 @@ func TestChangesFanOut(t *testing.T) {
 	}
 }
 
-// TestChangesDebounce: a change queues its workloads after the delay, and the changes that come
-// within the delay of the first are read by the same reconcile (controller-runtime's priority
-// queue keeps the earliest time of a waiting request).
+// TestChangesDebounce: a change queues its workloads once their sources have not changed for
+// the delay, so changes whose gaps are shorter than the delay are read by one reconcile, even
+// when all of them together last longer than the delay.
 func TestChangesDebounce(t *testing.T) {
 	api := newFakeAPI(t)
 	c := testChanges(api)
@@ -242,19 +242,41 @@ func TestChangesDebounce(t *testing.T) {
 	w := api.nextWatch(t, "1")
 	began := time.Now()
 	for i, name := range []string{"app", "flags", "db"} {
+		if i > 0 {
+			time.Sleep(delay / 2)
+		}
 		w.Modify(secretMeta(name, string(rune('2'+i))))
-		time.Sleep(20 * time.Millisecond)
 	}
+	lastChange := time.Now()
 	if n := queue.Len(); n != 0 {
-		t.Errorf("%d requests ready before the delay passed", n)
+		t.Errorf("%d requests ready %s after the first change, while changes kept coming", n, time.Since(began))
 	}
 	nextRequests(t, queue, 1)
-	if waited := time.Since(began); waited < delay {
-		t.Errorf("the request came %s after the first change, want at least %s", waited, delay)
+	if waited := time.Since(lastChange); waited < delay-20*time.Millisecond {
+		t.Errorf("the request came %s after the last change, want the delay, %s", waited, delay)
 	}
-	time.Sleep(delay)
+	time.Sleep(delay + 100*time.Millisecond)
 	if n := queue.Len(); n != 0 {
 		t.Errorf("%d more requests after the burst, want one reconcile for the three changes", n)
+	}
+}
+
+// TestDebouncerWaitsAtMostTenDelays: a workload whose source changes without pause is still
+// reconciled.
+func TestDebouncerWaitsAtMostTenDelays(t *testing.T) {
+	queue := newQueue(t)
+	const delay = 30 * time.Millisecond
+	d := newDebouncer(queue, delay)
+	began := time.Now()
+	for time.Since(began) < 2*maxDebounce*delay && queue.Len() == 0 {
+		d.add(request("busy"))
+		time.Sleep(delay / 3)
+	}
+	if queue.Len() == 0 {
+		t.Fatalf("no request after %s of changes every %s", time.Since(began), delay/3)
+	}
+	if waited := time.Since(began); waited > maxDebounce*delay+200*time.Millisecond {
+		t.Errorf("the request came after %s, want about %s", waited, maxDebounce*delay)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,9 +28,9 @@ import (
 type Settings struct {
 	// ReloaderAnnotations: honour Stakater Reloader's annotations as well as ours.
 	ReloaderAnnotations bool
-	// Debounce delays the reconcile a ConfigMap or Secret change brings, so that changes made
-	// together (a helm upgrade) roll a workload once: changes within Debounce of the first one
-	// are read by the same reconcile. Events of the workloads themselves are not delayed.
+	// Debounce delays the reconcile a ConfigMap or Secret change brings until the workload's
+	// sources have not changed for that long (see debouncer), so that changes made together (a
+	// helm upgrade) roll a workload once. Events of the workloads themselves are not delayed.
 	Debounce time.Duration
 	// DigestKeySecret names the Secret of the digest key, in the manager's namespace.
 	DigestKeySecret types.NamespacedName
@@ -121,28 +122,52 @@ func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection
 			}
 		}
 	}
+	// Read in parallel: a workload's latency is one read's, not the sum of its sources'.
+	results := make([]readResult, len(candidates))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxParallelReads)
+	for i, src := range candidates {
+		g.Go(func() error {
+			use, referenced := refs[src]
+			if !referenced {
+				use = podrefs.Use{AllKeys: true} // named without being referenced: every key
+			}
+			data, annotations, exists, err := r.read(gctx, namespace, src)
+			if err != nil {
+				return err
+			}
+			results[i] = readResult{tracked: selection.Tracks(src, referenced, annotations, exists), exists: exists}
+			if results[i].tracked && exists {
+				results[i].digests = key.digests(src, data, use)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
 	observed := &state{Version: stateVersion, KeyID: key.id, Sources: map[string]map[string]string{}}
 	var missing []podrefs.Source
-	for _, src := range candidates {
-		use, referenced := refs[src]
-		if !referenced {
-			use = podrefs.Use{AllKeys: true} // named without being referenced: every key
-		}
-		data, annotations, exists, err := r.read(ctx, namespace, src)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !selection.Tracks(src, referenced, annotations, exists) {
-			continue
-		}
-		if !exists {
+	for i, src := range candidates {
+		switch res := results[i]; {
+		case !res.tracked:
+		case !res.exists:
 			observed.Sources[src.Key()] = nil
 			missing = append(missing, src)
-			continue
+		default:
+			observed.Sources[src.Key()] = res.digests
 		}
-		observed.Sources[src.Key()] = key.digests(src, data, use)
 	}
 	return observed, missing, nil
+}
+
+// maxParallelReads bounds the reads of one reconcile in flight at once.
+const maxParallelReads = 8
+
+// readResult is what observe keeps of one source it read: no data, only digests.
+type readResult struct {
+	tracked, exists bool
+	digests         map[string]string
 }
 
 // read reads a ConfigMap or Secret from the API server.

@@ -351,9 +351,9 @@ func reconcileTotal(t testing.TB) float64 {
 }
 
 // settled is when the tests count the group's controllers as having handled every event that
-// came before: at least atLeast reconciles since their count was since, then nothing queued
-// (debounced requests included), no worker busy and the count unchanged over five polls in a
-// row.
+// came before: at least atLeast reconciles since their count was since, then nothing queued, no
+// worker busy and the count unchanged over five polls in a row. (A request that waits out the
+// debounce delay is not counted as queued; the delay is shorter than the five polls.)
 func settled(since float64, atLeast int) testenv.Quiet {
 	return testenv.Quiet{Controllers: controllerNames, Since: since, AtLeast: atLeast, Idle: true,
 		For: 250 * time.Millisecond, Interval: 50 * time.Millisecond, Timeout: timeout}
