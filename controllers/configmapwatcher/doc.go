@@ -12,9 +12,10 @@
 // Watches: ConfigMaps and Secrets, metadata only and uncached, one watch per kind of source and
 // namespace shared by the four controllers (changes, created once by the table through
 // Shared), mapped to each controller's workloads through the shared index of sources
-// (indexers.WorkloadSourcesField). A change queues the workloads after --reload-debounce, and
-// the work queue keeps the earliest time of a waiting request: changes made together (a helm
-// upgrade) are read by one reconcile and roll once. The workloads' own events are not delayed.
+// (indexers.WorkloadSourcesField). A change queues the workloads once their sources have not
+// changed for --reload-debounce (a quiet period, restarted by each change, at most ten delays
+// long): changes made together (a helm upgrade) are read by one reconcile and roll once. The
+// workloads' own events are not delayed. A reconcile reads a workload's sources in parallel.
 // The controllers keep nothing of any ConfigMap or Secret: the data of the few a workload uses
 // is read from the API server when that workload is reconciled, and only keyed digests of it
 // outlive the reconcile. Memory does not grow with the number of ConfigMaps and Secrets. When
