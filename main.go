@@ -12,10 +12,11 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/loganalysis"
+	"github.com/example/switchboard/internal/logging"
 )
 
 // exitUsage is the exit status for bad flags, as the flag package uses.
@@ -57,7 +58,14 @@ func main() {
 		os.Exit(exitUsage)
 	}
 
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+	// controller-runtime's logger, but whose sampling never drops a line that records a write
+	// and counts what it drops (package logging).
+	logger, sampling, err := logging.New(&opts.Zap, metrics.Registry)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the logger:", err)
+		os.Exit(1)
+	}
+	ctrl.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 
 	cfg, err := ctrl.GetConfig()
@@ -73,6 +81,10 @@ func main() {
 	mgr, err := ctrl.NewManager(opts.RESTConfig(cfg), mgrOpts)
 	if err != nil {
 		log.Error(err, "Creating manager failed")
+		os.Exit(1)
+	}
+	if err := mgr.Add(sampling.Reporter(logger)); err != nil {
+		log.Error(err, "Adding the log sampling reporter failed")
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()

@@ -47,8 +47,11 @@ func TestBadFlagsExitTwoAndNameTheKnownControllers(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--controllers=nope"}, []string{`"nope"`, "known controllers: myapp, verticalscaler, configmapwatcher"}},
+		{[]string{"--controllers=nope"}, []string{`"nope"`, "known controllers: myapp, verticalscaler, configmapwatcher-deployments",
+			"groups: configmapwatcher (configmapwatcher-deployments, configmapwatcher-statefulsets, configmapwatcher-daemonsets, configmapwatcher-cronjobs)"}},
 		{[]string{"--controllers=-myapp,-verticalscaler,-configmapwatcher,*"}, []string{"enables no controller", "known controllers"}},
+		{[]string{"--reload-debounce=-1s"}, []string{"--reload-debounce must not be negative"}},
+		{[]string{"--config-digest-key-secret=Bad_NS/key"}, []string{"--config-digest-key-secret", "Bad_NS"}},
 		{[]string{"--controllers="}, []string{"empty controller name", "known controllers"}},
 		{[]string{"--concurrency=myapp=zero"}, []string{"--concurrency", "myapp"}},
 		{[]string{"--concurrency=nope=1"}, []string{`"nope"`, "known controllers"}},
@@ -79,7 +82,8 @@ func TestListControllers(t *testing.T) {
 		"NAME", "DEFAULT", "INDEXES", "SOURCES", "WATCHES",
 		"myapp", "MyApp", "Deployment (owns), Service (owns)",
 		"verticalscaler", "VerticalScaler:spec.deploymentName",
-		"configmapwatcher", "ConfigMap (uncached)", "Deployment:spec.template.configMaps",
+		"GROUP", "configmapwatcher-deployments", "configmapwatcher-cronjobs", "CronJob",
+		"ConfigMap (uncached), Secret (uncached)", "Deployment:spec.template.sources", "CronJob:spec.template.sources",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--list-controllers output does not contain %q:\n%s", want, stdout)
@@ -92,7 +96,7 @@ func TestHelpListsControllers(t *testing.T) {
 	if code != 0 && code != 2 {
 		t.Fatalf("exit status %d", code)
 	}
-	for _, want := range []string{"known controllers: myapp, verticalscaler, configmapwatcher", "-controllers", "-kubeconfig", "-zap-log-level", "-leader-elect"} {
+	for _, want := range []string{"known controllers: myapp, verticalscaler, configmapwatcher-deployments", "groups: configmapwatcher", "-controllers", "-reloader-annotations", "-kubeconfig", "-zap-log-level", "-leader-elect"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("--help does not contain %q:\n%s", want, stderr)
 		}

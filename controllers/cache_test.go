@@ -31,6 +31,7 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 	}{
 		{"*", true, map[string]bool{"Deployment": true, "Service": true, "MyApp": false, "VerticalScaler": false}, false},
 		{"configmapwatcher", false, map[string]bool{"Deployment": false}, true},
+		{"configmapwatcher-deployments", false, map[string]bool{"Deployment": false}, true},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
 			m := env.StartManager(t, "--controllers="+tc.controllers)

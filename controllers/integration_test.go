@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
@@ -60,8 +61,11 @@ func TestReadinessCheckPerEnabledController(t *testing.T) {
 		controllers string
 		want        []string
 	}{
-		{"*", []string{"configmapwatcher", "myapp", "verticalscaler"}},
+		{"*", []string{"configmapwatcher-cronjobs", "configmapwatcher-daemonsets", "configmapwatcher-deployments",
+			"configmapwatcher-statefulsets", "myapp", "verticalscaler"}},
 		{"*,-configmapwatcher", []string{"myapp", "verticalscaler"}},
+		{"configmapwatcher,-configmapwatcher-cronjobs", []string{"configmapwatcher-daemonsets", "configmapwatcher-deployments",
+			"configmapwatcher-statefulsets"}},
 		{"verticalscaler", []string{"verticalscaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
@@ -84,9 +88,9 @@ func TestOnlyEnabledControllersIndexesAreRegistered(t *testing.T) {
 		controllers string
 		want        map[string]bool // index field -> registered
 	}{
-		{"*", map[string]bool{indexers.VerticalScalerDeploymentNameField: true, indexers.DeploymentConfigMapsField: true}},
-		{"myapp", map[string]bool{indexers.VerticalScalerDeploymentNameField: false, indexers.DeploymentConfigMapsField: false}},
-		{"verticalscaler", map[string]bool{indexers.VerticalScalerDeploymentNameField: true, indexers.DeploymentConfigMapsField: false}},
+		{"*", map[string]bool{indexers.VerticalScalerDeploymentNameField: true, indexers.WorkloadSourcesField: true}},
+		{"myapp", map[string]bool{indexers.VerticalScalerDeploymentNameField: false, indexers.WorkloadSourcesField: false}},
+		{"verticalscaler", map[string]bool{indexers.VerticalScalerDeploymentNameField: true, indexers.WorkloadSourcesField: false}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
 			m := env.StartManager(t, "--controllers="+tc.controllers)
@@ -96,8 +100,8 @@ func TestOnlyEnabledControllersIndexesAreRegistered(t *testing.T) {
 			got := map[string]bool{
 				indexers.VerticalScalerDeploymentNameField: m.GetCache().List(ctx, &v1alpha1.VerticalScalerList{},
 					client.MatchingFields{indexers.VerticalScalerDeploymentNameField: "x"}) == nil,
-				indexers.DeploymentConfigMapsField: m.GetCache().List(ctx, &appsv1.DeploymentList{},
-					client.MatchingFields{indexers.DeploymentConfigMapsField: "x"}) == nil,
+				indexers.WorkloadSourcesField: m.GetCache().List(ctx, &appsv1.DeploymentList{},
+					client.MatchingFields{indexers.WorkloadSourcesField: "x"}) == nil,
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("registered indexes (-want +got):\n%s", diff)
@@ -108,7 +112,8 @@ func TestOnlyEnabledControllersIndexesAreRegistered(t *testing.T) {
 }
 
 // TestAllControllersTogether runs every controller on one Deployment: a MyApp with envFrom a
-// ConfigMap (so the configmapwatcher rolls it) and a VerticalScaler naming its Deployment.
+// ConfigMap (so the configmapwatcher records it, then rolls it) and a VerticalScaler naming its
+// Deployment.
 func TestAllControllersTogether(t *testing.T) {
 	env.StartManager(t, "--controllers=*")
 	ctx := context.Background()
@@ -129,18 +134,21 @@ func TestAllControllersTogether(t *testing.T) {
 		}
 	}
 
+	// First sight: the configmapwatcher records a baseline on the Deployment's metadata and
+	// leaves its Pod template alone.
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
-	var firstHash string
 	testenv.Eventually(t, 30*time.Second, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 			return err
 		}
-		firstHash = d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]
-		if firstHash == "" {
-			return fmt.Errorf("no config hash on the Deployment's Pod template yet")
+		if d.Annotations[v1alpha1.ConfigStateAnnotation] == "" {
+			return fmt.Errorf("no config record on the Deployment yet")
 		}
 		return nil
 	})
+	if hash := d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]; hash != "" {
+		t.Errorf("config hash %q on the Pod template at first sight, want none", hash)
+	}
 	testenv.Eventually(t, 30*time.Second, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
 			return err
@@ -151,13 +159,32 @@ func TestAllControllersTogether(t *testing.T) {
 		return nil
 	})
 
-	// A myapp change rolls the Deployment through the myapp field manager; the watcher's
-	// annotation must survive it.
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
+	// A ConfigMap data change rolls it.
+	cm.Data["LEVEL"] = "debug"
+	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	app.Spec.Image = "nginx:1.28"
-	if err := env.Client.Update(ctx, app); err != nil {
+	var firstHash string
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		if firstHash = d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]; firstHash == "" {
+			return fmt.Errorf("config hash not set after a data change")
+		}
+		return nil
+	})
+	record := d.Annotations[v1alpha1.ConfigStateAnnotation]
+
+	// A myapp change rolls the Deployment through the myapp field manager; the watcher's
+	// annotations must survive it.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
+			return err
+		}
+		app.Spec.Image = "nginx:1.28"
+		return env.Client.Update(ctx, app)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 30*time.Second, func() error {
@@ -172,9 +199,12 @@ func TestAllControllersTogether(t *testing.T) {
 	if got := d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]; got != firstHash {
 		t.Errorf("config hash after a myapp update = %q, want it kept as %q", got, firstHash)
 	}
+	if got := d.Annotations[v1alpha1.ConfigStateAnnotation]; got != record {
+		t.Errorf("config record after a myapp update = %q, want it kept as %q", got, record)
+	}
 
-	// A ConfigMap data change rolls it; myapp's fields stay.
-	cm.Data["LEVEL"] = "debug"
+	// Another data change rolls it again; myapp's fields stay.
+	cm.Data["LEVEL"] = "warn"
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}

@@ -46,9 +46,14 @@ func newLeaderGauge() *prometheus.GaugeVec {
 }
 
 // leaseGroup is the group a controller is elected in with --leader-elect-scope=controller: the
-// controllers of one group share a Lease and move between replicas together. Each controller is
-// its own group until the table says otherwise.
-func (c Controller) leaseGroup() string { return c.Name }
+// controllers of one group (the table's Group: the configmapwatcher's one row per workload kind)
+// share a Lease and move between replicas together; a controller without a Group is its own.
+func (c Controller) leaseGroup() string {
+	if c.Group != "" {
+		return c.Group
+	}
+	return c.Name
+}
 
 // group is the controllers that share one Lease.
 type group struct {
@@ -205,7 +210,7 @@ func (w *electedWiring) term(g group) leases.Term {
 		lists := map[string]func() client.ObjectList{}
 		for _, c := range g.controllers {
 			workers := max(1, w.sel.Concurrency[c.Name])
-			if err := build(tm, c, workers, w.namespaces, w.triggers[c.Name]); err != nil {
+			if err := build(tm, c, workers, w.namespaces, w.triggers[c.Name], w.opts); err != nil {
 				return fmt.Errorf("setting up controller %s: %w", c.Name, err)
 			}
 			if w.opts.sourceOn(c, sources.Periodic) {

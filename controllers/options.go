@@ -6,13 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -89,8 +92,24 @@ type Options struct {
 	TriggerTokenFile       string
 	TriggerSecure          bool
 	TriggerCertDir         string
+	ReloaderAnnotations    bool
+	ReloadDebounce         time.Duration
+	ConfigDigestKeySecret  string
 	Zap                    zap.Options
 }
+
+// DefaultReloadDebounce is --reload-debounce's default: the gaps between a helm upgrade's
+// changes, made as fast as a client makes them, are mostly shorter, and a single change, which
+// waits it out, still reaches the Pod template within issue 16's latency target. A longer delay
+// missed that target (README, Performance, has BenchmarkDebounce's measurements).
+const DefaultReloadDebounce = 20 * time.Millisecond
+
+// DefaultConfigDigestKeySecret is the name of the configmapwatcher's digest key Secret in the
+// manager's namespace.
+const DefaultConfigDigestKeySecret = "switchboard-config-digest-key"
+
+// serviceAccountNamespaceFile is where a Pod finds its namespace.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // NewOptions returns the defaults of every flag.
 func NewOptions() *Options {
@@ -117,6 +136,10 @@ func NewOptions() *Options {
 		// A restart loses at most this much usage history (README, the verticalscaler).
 		CheckpointInterval: recommender.DefaultCheckpointInterval,
 		TriggerSecure:      true,
+		// Reloader's annotations are honoured, so that replacing Reloader needs no manifest
+		// change.
+		ReloaderAnnotations: true,
+		ReloadDebounce:      DefaultReloadDebounce,
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
 		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
 	}
@@ -124,8 +147,8 @@ func NewOptions() *Options {
 
 // BindFlags registers every flag on fs, with the table in the help of --controllers.
 func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
-	fs.StringVar(&o.Controllers, "controllers", o.Controllers, "Comma-separated controllers to run: '*' runs every controller enabled by default, 'foo' runs foo, '-foo' leaves foo off. "+KnownControllers(table)+".")
-	fs.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "Comma-separated concurrent reconciles per controller, for example 'myapp=4,verticalscaler=2'; unlisted controllers run 1.")
+	fs.StringVar(&o.Controllers, "controllers", o.Controllers, "Comma-separated controllers to run: '*' runs every controller enabled by default, 'foo' runs foo, '-foo' leaves foo off; a group name stands for each of its controllers, and a controller's own name wins over its group's. "+KnownControllers(table)+".")
+	fs.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "Comma-separated concurrent reconciles per controller, for example 'myapp=4,verticalscaler=2'; a group name sets each of its controllers; unlisted controllers run 1.")
 	fs.BoolVar(&o.ListControllers, "list-controllers", false, "Print the controller table (name, default, indexes, sources, watches) and exit.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint, ':8443' for HTTPS or ':8080' for HTTP; '0' turns it off.")
 	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with authentication and authorization by the API server.")
@@ -150,6 +173,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.StringVar(&o.TriggerTokenFile, "trigger-token-file", o.TriggerTokenFile, "File holding the bearer token that callers of the HTTP trigger must present; read at start.")
 	fs.BoolVar(&o.TriggerSecure, "trigger-secure", o.TriggerSecure, "Serve the HTTP trigger over HTTPS (HTTP/1.1 only).")
 	fs.StringVar(&o.TriggerCertDir, "trigger-cert-dir", o.TriggerCertDir, "Directory holding tls.crt and tls.key for the HTTP trigger, reloaded when they change; empty serves a self-signed certificate generated at start.")
+	fs.BoolVar(&o.ReloaderAnnotations, "reloader-annotations", o.ReloaderAnnotations, "Make the configmapwatcher honour Stakater Reloader's annotations (reloader.stakater.com/auto, .../search and .../match, .../ignore, configmap.reloader.stakater.com/reload, ...) as well as app.example.com/reload.")
+	fs.DurationVar(&o.ReloadDebounce, "reload-debounce", o.ReloadDebounce, "How long the configmapwatcher waits after a ConfigMap or Secret change before reading the workloads' data, so that changes made together roll a workload once; 0 reads at once.")
+	fs.StringVar(&o.ConfigDigestKeySecret, "config-digest-key-secret", o.ConfigDigestKeySecret, "The Secret, NAME or NAMESPACE/NAME, holding the key of the configmapwatcher's digests, created with a random key when missing; by default "+DefaultConfigDigestKeySecret+" in the manager's namespace ($POD_NAMESPACE, else the ServiceAccount's, else --leader-election-namespace, else 'default').")
 	o.Zap.BindFlags(fs)
 }
 
@@ -192,6 +218,11 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		return Selection{}, fmt.Errorf("--checkpoint-interval must not be negative, got %s", o.CheckpointInterval)
 	case o.TriggerBindAddress != "" && o.TriggerTokenFile == "":
 		return Selection{}, errors.New("--trigger-bind-address needs --trigger-token-file: the HTTP trigger never runs without a token")
+	case o.ReloadDebounce < 0:
+		return Selection{}, fmt.Errorf("--reload-debounce must not be negative, got %s", o.ReloadDebounce)
+	}
+	if _, err := o.digestKeySecret(); err != nil {
+		return Selection{}, err
 	}
 	if err := o.validateLeaderElection(); err != nil {
 		return Selection{}, err
@@ -223,6 +254,42 @@ func (o *Options) validateLeaderElection() error {
 // perControllerLeases says whether each controller group is elected through a Lease of its own.
 func (o *Options) perControllerLeases() bool {
 	return o.LeaderElect && o.LeaderElectScope == ScopeController
+}
+
+// digestKeySecret resolves --config-digest-key-secret: NAME or NAMESPACE/NAME, the namespace
+// being the manager's own by default.
+func (o *Options) digestKeySecret() (types.NamespacedName, error) {
+	value := o.ConfigDigestKeySecret
+	if value == "" {
+		value = DefaultConfigDigestKeySecret
+	}
+	namespace, name, qualified := strings.Cut(value, "/")
+	if !qualified {
+		namespace, name = managerNamespace(o.LeaderElectionNamespace), value
+	}
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("--config-digest-key-secret: %q is not a namespace name: %s", namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("--config-digest-key-secret: %q is not a Secret name: %s", name, strings.Join(errs, "; "))
+	}
+	return types.NamespacedName{Namespace: namespace, Name: name}, nil
+}
+
+// managerNamespace is the namespace the manager runs in: $POD_NAMESPACE (the manifests set it
+// from the downward API), else the ServiceAccount's, else the leader election's, else
+// "default", for `make run` on a local cluster.
+func managerNamespace(leaderElectionNamespace string) string {
+	if ns := strings.TrimSpace(os.Getenv("POD_NAMESPACE")); ns != "" {
+		return ns
+	}
+	if data, err := os.ReadFile(serviceAccountNamespaceFile); err == nil && strings.TrimSpace(string(data)) != "" {
+		return strings.TrimSpace(string(data))
+	}
+	if leaderElectionNamespace != "" {
+		return leaderElectionNamespace
+	}
+	return metav1.NamespaceDefault
 }
 
 // namespaces parses --watch-namespaces.

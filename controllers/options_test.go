@@ -16,17 +16,18 @@ import (
 )
 
 // TestCacheNamesOnlySelectedKinds: the cache looks up every kind it is configured for at start,
-// so a manager running the configmapwatcher alone must not need the MyApp or VerticalScaler CRD.
-// Deployments are named (to strip their managed fields) only when no selected controller reads
-// them.
+// so a manager running the configmapwatcher alone must not need the MyApp or VerticalScaler CRD,
+// and one running only some workload kinds caches only those. Deployments are named (to strip
+// their managed fields, or trim them) only when no selected controller reads them.
 func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 	for _, tc := range []struct {
 		controllers string
 		want        []string
 	}{
-		{"*", []string{"MyApp", "VerticalScaler"}},
-		{"configmapwatcher", []string{"Deployment"}},
-		{"configmapwatcher,myapp", []string{"MyApp"}},
+		{"*", []string{"CronJob", "DaemonSet", "MyApp", "StatefulSet", "VerticalScaler"}},
+		{"configmapwatcher", []string{"CronJob", "DaemonSet", "Deployment", "StatefulSet"}},
+		{"configmapwatcher-statefulsets", []string{"StatefulSet"}},
+		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "MyApp", "StatefulSet"}},
 		{"myapp", []string{"MyApp"}},
 		{"verticalscaler", []string{"VerticalScaler"}},
 	} {

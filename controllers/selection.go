@@ -8,14 +8,13 @@ import (
 
 // Select returns the rows of table that the --controllers items enable, in table order, with
 // kube-controller-manager's semantics: "*" enables every controller enabled by default, "foo"
-// enables foo, "-foo" disables foo, and an explicit item wins over "*". An unknown name, a
-// name both enabled and disabled, or a selection that enables nothing is an error that names
-// the bad input and the known controllers.
+// enables foo, "-foo" disables foo. A group name (a row's Group) stands for every row of the
+// group, so "grp" enables all of them and "-grp" disables all; a controller's own name wins
+// over its group's, and either wins over "*". An unknown name, a name both enabled and
+// disabled, or a selection that enables nothing is an error that names the bad input and the
+// known controllers and groups.
 func Select(table []Controller, items []string) ([]Controller, error) {
-	known := map[string]bool{}
-	for _, c := range table {
-		known[c.Name] = true
-	}
+	known, groups := names(table)
 	star := false
 	explicit := map[string]bool{}
 	for _, item := range items {
@@ -28,7 +27,7 @@ func Select(table []Controller, items []string) ([]Controller, error) {
 			return nil, fmt.Errorf("--controllers: empty controller name; %s", KnownControllers(table))
 		}
 		name, enable := strings.TrimPrefix(item, "-"), !strings.HasPrefix(item, "-")
-		if !known[name] {
+		if !known[name] && groups[name] == nil {
 			return nil, fmt.Errorf("--controllers: unknown controller %q; %s", name, KnownControllers(table))
 		}
 		if previous, seen := explicit[name]; seen && previous != enable {
@@ -39,6 +38,9 @@ func Select(table []Controller, items []string) ([]Controller, error) {
 	var selected []Controller
 	for _, c := range table {
 		enable, isExplicit := explicit[c.Name]
+		if !isExplicit && c.Group != "" {
+			enable, isExplicit = explicit[c.Group]
+		}
 		if !isExplicit {
 			enable = star && c.EnabledByDefault
 		}
@@ -52,16 +54,39 @@ func Select(table []Controller, items []string) ([]Controller, error) {
 	return selected, nil
 }
 
-// KnownControllers says which controllers exist and which of them "*" leaves off.
+// names returns the controllers' names and, per group, its controllers in table order.
+func names(table []Controller) (map[string]bool, map[string][]string) {
+	known := map[string]bool{}
+	groups := map[string][]string{}
+	for _, c := range table {
+		known[c.Name] = true
+		if c.Group != "" {
+			groups[c.Group] = append(groups[c.Group], c.Name)
+		}
+	}
+	return known, groups
+}
+
+// KnownControllers says which controllers and groups exist and which controllers "*" leaves
+// off.
 func KnownControllers(table []Controller) string {
-	var all, off []string
+	var all, off, groups []string
+	_, members := names(table)
+	seen := map[string]bool{}
 	for _, c := range table {
 		all = append(all, c.Name)
 		if !c.EnabledByDefault {
 			off = append(off, c.Name)
 		}
+		if c.Group != "" && !seen[c.Group] {
+			seen[c.Group] = true
+			groups = append(groups, c.Group+" ("+strings.Join(members[c.Group], ", ")+")")
+		}
 	}
 	msg := "known controllers: " + strings.Join(all, ", ")
+	if len(groups) > 0 {
+		msg += "; groups: " + strings.Join(groups, ", ")
+	}
 	if len(off) > 0 {
 		msg += "; disabled by default: " + strings.Join(off, ", ")
 	}
@@ -69,32 +94,38 @@ func KnownControllers(table []Controller) string {
 }
 
 // ParseConcurrency parses --concurrency, a comma-separated list of name=workers, into a map
-// from controller name to its number of concurrent reconciles.
+// from controller name to its number of concurrent reconciles. A group name sets each of its
+// controllers; a controller's own entry wins over its group's.
 func ParseConcurrency(table []Controller, value string) (map[string]int, error) {
-	known := map[string]bool{}
-	for _, c := range table {
-		known[c.Name] = true
-	}
+	known, groups := names(table)
 	out := map[string]int{}
 	if strings.TrimSpace(value) == "" {
 		return out, nil
 	}
+	given := map[string]int{}
 	for _, item := range strings.Split(value, ",") {
 		name, count, ok := strings.Cut(strings.TrimSpace(item), "=")
 		if !ok || name == "" {
 			return nil, fmt.Errorf("--concurrency: %q is not name=workers (for example myapp=4)", item)
 		}
-		if !known[name] {
+		if !known[name] && groups[name] == nil {
 			return nil, fmt.Errorf("--concurrency: unknown controller %q; %s", name, KnownControllers(table))
 		}
 		n, err := strconv.Atoi(count)
 		if err != nil || n < 1 || n > 1000 {
 			return nil, fmt.Errorf("--concurrency: workers for %q must be a whole number from 1 to 1000, got %q", name, count)
 		}
-		if _, dup := out[name]; dup {
+		if _, dup := given[name]; dup {
 			return nil, fmt.Errorf("--concurrency: %q is given twice", name)
 		}
-		out[name] = n
+		given[name] = n
+	}
+	for _, c := range table {
+		if n, ok := given[c.Name]; ok {
+			out[c.Name] = n
+		} else if n, ok := given[c.Group]; ok && c.Group != "" {
+			out[c.Name] = n
+		}
 	}
 	return out, nil
 }

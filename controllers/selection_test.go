@@ -14,11 +14,14 @@ import (
 	"github.com/example/switchboard/sources"
 )
 
-// testTable has a controller that "*" leaves off, which the real table does not.
+// testTable has a controller that "*" leaves off, which the real table does not, and a group of
+// two.
 var testTable = []Controller{
 	{Name: "alpha", EnabledByDefault: true},
 	{Name: "beta", EnabledByDefault: true},
 	{Name: "gamma", EnabledByDefault: false},
+	{Name: "grp-one", Group: "grp", EnabledByDefault: true},
+	{Name: "grp-two", Group: "grp", EnabledByDefault: true},
 }
 
 func TestSelect(t *testing.T) {
@@ -27,19 +30,28 @@ func TestSelect(t *testing.T) {
 		want    []string
 		wantErr []string // substrings of the error
 	}{
-		{items: "*", want: []string{"alpha", "beta"}},
+		{items: "*", want: []string{"alpha", "beta", "grp-one", "grp-two"}},
 		{items: "alpha", want: []string{"alpha"}},
 		{items: "gamma", want: []string{"gamma"}},
-		{items: "*,gamma", want: []string{"alpha", "beta", "gamma"}},
-		{items: "*,-alpha", want: []string{"beta"}},
-		{items: "-alpha,*", want: []string{"beta"}},
+		{items: "*,gamma", want: []string{"alpha", "beta", "gamma", "grp-one", "grp-two"}},
+		{items: "*,-alpha", want: []string{"beta", "grp-one", "grp-two"}},
+		{items: "-alpha,*", want: []string{"beta", "grp-one", "grp-two"}},
 		{items: "alpha,alpha", want: []string{"alpha"}},
 		{items: " beta , alpha ", want: []string{"alpha", "beta"}},
-		{items: "-alpha", wantErr: []string{"enables no controller", "known controllers: alpha, beta, gamma", "disabled by default: gamma"}},
+		{items: "grp", want: []string{"grp-one", "grp-two"}},
+		{items: "*,-grp", want: []string{"alpha", "beta"}},
+		{items: "*,-grp-two", want: []string{"alpha", "beta", "grp-one"}},
+		{items: "grp,-grp-one", want: []string{"grp-two"}},
+		{items: "-grp,grp-one", want: []string{"grp-one"}},
+		{items: "grp-two", want: []string{"grp-two"}},
+		{items: "grp,-grp", wantErr: []string{`"grp" is both enabled and disabled`}},
+		{items: "-alpha", wantErr: []string{"enables no controller", "known controllers: alpha, beta, gamma, grp-one, grp-two",
+			"groups: grp (grp-one, grp-two)", "disabled by default: gamma"}},
 		{items: "", wantErr: []string{"empty controller name", "known controllers"}},
 		{items: "*,,beta", wantErr: []string{"empty controller name"}},
-		{items: "*,-alpha,-beta", wantErr: []string{"enables no controller"}},
-		{items: "nope", wantErr: []string{`unknown controller "nope"`, "known controllers: alpha, beta, gamma"}},
+		{items: "*,-alpha,-beta,-grp", wantErr: []string{"enables no controller"}},
+		{items: "nope", wantErr: []string{`unknown controller "nope"`, "known controllers: alpha, beta, gamma, grp-one, grp-two", "groups: grp"}},
+		{items: "grp-three", wantErr: []string{`unknown controller "grp-three"`}},
 		{items: "*,-nope", wantErr: []string{`unknown controller "nope"`}},
 		{items: "alpha,-alpha", wantErr: []string{`"alpha" is both enabled and disabled`}},
 		{items: "-", wantErr: []string{"empty controller name"}},
@@ -84,6 +96,11 @@ func TestParseConcurrency(t *testing.T) {
 		{value: "alpha=x", wantErr: "from 1 to 1000"},
 		{value: "alpha=1001", wantErr: "from 1 to 1000"},
 		{value: "alpha=1,alpha=2", wantErr: `"alpha" is given twice`},
+		{value: "grp=4", want: map[string]int{"grp-one": 4, "grp-two": 4}},
+		{value: "grp=4,grp-two=1", want: map[string]int{"grp-one": 4, "grp-two": 1}},
+		{value: "grp-two=1, grp=4", want: map[string]int{"grp-one": 4, "grp-two": 1}},
+		{value: "grp=1,grp=2", wantErr: `"grp" is given twice`},
+		{value: "grp=0", wantErr: "from 1 to 1000"},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			got, err := ParseConcurrency(testTable, tc.value)
@@ -142,7 +159,8 @@ func TestTableIsWellFormed(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher"}, Selection{Controllers: Table()}.Names()); diff != "" {
+	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets",
+		"configmapwatcher-daemonsets", "configmapwatcher-cronjobs"}, Selection{Controllers: Table()}.Names()); diff != "" {
 		t.Errorf("table rows (-want +got):\n%s", diff)
 	}
 }

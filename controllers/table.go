@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +23,7 @@ import (
 	"github.com/example/switchboard/controllers/verticalscaler"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/indexers"
+	"github.com/example/switchboard/internal/podrefs"
 	"github.com/example/switchboard/sources"
 )
 
@@ -31,6 +34,10 @@ type Controller struct {
 	// Name selects the controller in --controllers and --concurrency, and names it in logs,
 	// metrics and its field manager.
 	Name string
+	// Group, when set, names the rows that make up one feature (one row per primary kind):
+	// --controllers and --concurrency accept it for all of them, and config/components has one
+	// component per group.
+	Group string
 	// EnabledByDefault says whether "*" enables it.
 	EnabledByDefault bool
 	// For is the primary kind: one reconcile per object of this kind.
@@ -55,8 +62,8 @@ type Controller struct {
 	// only when this is the only selected controller that watches the kind, and the trim then
 	// replaces the managed-fields rule above.
 	Trims []Trim
-	// New returns the controller's reconciler on mgr.
-	New func(mgr ctrl.Manager) reconcile.Reconciler
+	// New returns the controller's reconciler on mgr, configured by the flags.
+	New func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error)
 }
 
 // How says how a controller watches a secondary kind.
@@ -88,8 +95,8 @@ type Watch struct {
 	// manager's cache).
 	Map func(reader client.Reader) handler.MapFunc
 	// Source returns, for an Uncached watch, the source on mgr over namespaces (nil for every
-	// namespace).
-	Source func(mgr ctrl.Manager, namespaces []string) (source.Source, error)
+	// namespace), configured by the flags.
+	Source func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error)
 }
 
 // validate says what is wrong with a watch: an unknown How, or a field that How does not use.
@@ -135,6 +142,8 @@ type Trim struct {
 func Table() []Controller {
 	// The verticalscaler's usage poller and its controller share the latest reports.
 	usageReports := &recommender.Reports{}
+	// The configmapwatcher's controllers share their watches and digest key.
+	reload := &configmapwatcher.Shared{}
 	return []Controller{
 		{
 			Name:             myapp.ControllerName,
@@ -147,8 +156,8 @@ func Table() []Controller {
 			},
 			Sources:              []sources.Name{sources.Periodic, sources.HTTPTrigger},
 			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
-			New: func(mgr ctrl.Manager) reconcile.Reconciler {
-				return &myapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(myapp.ControllerName)}
+			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
+				return &myapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(myapp.ControllerName)}, nil
 			},
 		},
 		{
@@ -185,30 +194,55 @@ func Table() []Controller {
 				},
 			}},
 			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}},
-			New: func(mgr ctrl.Manager) reconcile.Reconciler {
+			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
 				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports,
-					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}
+					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}, nil
 			},
 		},
-		{
-			Name:             configmapwatcher.ControllerName,
-			EnabledByDefault: true,
-			For:              &appsv1.Deployment{},
-			ForPredicates: []predicate.Predicate{configmapwatcher.OptedIn(),
-				predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})},
-			Watches: []Watch{
-				{Object: metadataOnly(corev1.SchemeGroupVersion.WithKind("ConfigMap")), How: Uncached,
-					Source: configmapwatcher.ConfigMapChanges},
-			},
-			Indexes: []indexers.Index{indexers.DeploymentByConfigMap},
-			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
-			Trims:   []Trim{{Object: &appsv1.Deployment{}, Transform: configmapwatcher.TrimDeployment}},
-			New: func(mgr ctrl.Manager) reconcile.Reconciler {
-				return &configmapwatcher.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-					Recorder: mgr.GetEventRecorder(configmapwatcher.ControllerName)}
-			},
+		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of
+		// source (ConfigMaps, Secrets) and namespace, and the digest key.
+		configMapWatcherRow(reload, configmapwatcher.Deployments, indexers.DeploymentBySource),
+		configMapWatcherRow(reload, configmapwatcher.StatefulSets, indexers.StatefulSetBySource),
+		configMapWatcherRow(reload, configmapwatcher.DaemonSets, indexers.DaemonSetBySource),
+		configMapWatcherRow(reload, configmapwatcher.CronJobs, indexers.CronJobBySource),
+	}
+}
+
+// configMapWatcherRow is the configmapwatcher's row for the workload kind k: the opted-in
+// workloads of the kind, cached and trimmed; ConfigMaps and Secrets through the shared
+// uncached watches, mapped through the kind's index of sources.
+func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, k configmapwatcher.Kind[T], index indexers.Index) Controller {
+	watch := func(kind podrefs.SourceKind) Watch {
+		return Watch{Object: metadataOnly(corev1.SchemeGroupVersion.WithKind(string(kind))), How: Uncached,
+			Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
+				return configmapwatcher.Changes(shared, mgr, namespaces, kind, k, o.configMapWatcher())
+			}}
+	}
+	return Controller{
+		Name:             k.ControllerName,
+		Group:            configmapwatcher.Group,
+		EnabledByDefault: true,
+		For:              k.New(),
+		ForPredicates:    configmapwatcher.Predicates(),
+		Watches:          []Watch{watch(podrefs.ConfigMap), watch(podrefs.Secret)},
+		Indexes:          []indexers.Index{index},
+		Sources:          []sources.Name{sources.Periodic, sources.HTTPTrigger},
+		Trims:            []Trim{{Object: k.New(), Transform: k.Trim}},
+		New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {
+			namespaces, err := o.namespaces()
+			if err != nil {
+				return nil, err
+			}
+			return configmapwatcher.NewReconciler(shared, mgr, slices.Sorted(maps.Keys(namespaces)), k, o.configMapWatcher())
 		},
 	}
+}
+
+// configMapWatcher returns the configmapwatcher's settings. Call Resolve first: it validates
+// what this assumes valid.
+func (o *Options) configMapWatcher() configmapwatcher.Settings {
+	secret, _ := o.digestKeySecret()
+	return configmapwatcher.Settings{ReloaderAnnotations: o.ReloaderAnnotations, Debounce: o.ReloadDebounce, DigestKeySecret: secret}
 }
 
 // metadataOnly returns the object of a metadata-only watch of gvk.

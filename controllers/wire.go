@@ -63,7 +63,7 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	}
 	for _, c := range sel.Controllers {
 		workers := max(1, sel.Concurrency[c.Name])
-		if err := build(mgr, c, workers, namespaces, subscribe(registry, c, o)); err != nil {
+		if err := build(mgr, c, workers, namespaces, subscribe(registry, c, o), o); err != nil {
 			return fmt.Errorf("setting up controller %s: %w", c.Name, err)
 		}
 	}
@@ -113,7 +113,7 @@ func managerRole(mgr ctrl.Manager, controllers []Controller, o *Options) (func()
 
 // build builds controller c from its row and adds it to mgr: its primary kind, its watches, one
 // channel source per trigger, and its reconciler wrapped in the reconcile log.
-func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, triggers []<-chan event.GenericEvent) error {
+func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, triggers []<-chan event.GenericEvent, o *Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(c.Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -128,7 +128,7 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 		case Maps:
 			b = b.Watches(w.Object, handler.EnqueueRequestsFromMapFunc(w.Map(mgr.GetClient())), builder.WithPredicates(w.Predicates...))
 		case Uncached:
-			src, err := w.Source(mgr, namespaces)
+			src, err := w.Source(mgr, namespaces, o)
 			if err != nil {
 				return fmt.Errorf("watch of %s: %w", kindOf(w.Object), err)
 			}
@@ -138,7 +138,11 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 	for _, trigger := range triggers {
 		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(reconcilelog.Wrap(c.New(mgr)))
+	r, err := c.New(mgr, o)
+	if err != nil {
+		return err
+	}
+	return b.Complete(reconcilelog.Wrap(r))
 }
 
 // readyChecks returns one readiness check per controller, with what role says this replica does
@@ -309,7 +313,7 @@ func kindOf(obj client.Object) string {
 // PrintTable writes the controller table as aligned columns.
 func PrintTable(w io.Writer, table []Controller) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDEFAULT\tFOR\tWATCHES\tINDEXES\tSOURCES")
+	fmt.Fprintln(tw, "NAME\tGROUP\tDEFAULT\tFOR\tWATCHES\tINDEXES\tSOURCES")
 	for _, c := range table {
 		def := "on"
 		if !c.EnabledByDefault {
@@ -325,14 +329,14 @@ func PrintTable(w io.Writer, table []Controller) error {
 		for _, s := range c.Sources {
 			srcs = append(srcs, string(s))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, def, kindOf(c.For),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, orNone([]string{c.Group}), def, kindOf(c.For),
 			orNone(watches), orNone(indexes), orNone(srcs))
 	}
 	return tw.Flush()
 }
 
 func orNone(items []string) string {
-	if len(items) == 0 {
+	if len(items) == 0 || len(items) == 1 && items[0] == "" {
 		return "-"
 	}
 	return strings.Join(items, ", ")

@@ -12,6 +12,7 @@ import (
 	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
@@ -38,8 +39,10 @@ func (i Index) String() string {
 const (
 	// VerticalScalerDeploymentNameField indexes VerticalScalers by spec.deploymentName.
 	VerticalScalerDeploymentNameField = "spec.deploymentName"
-	// DeploymentConfigMapsField indexes opted-in Deployments by the ConfigMaps they reload on.
-	DeploymentConfigMapsField = "spec.template.configMaps"
+	// WorkloadSourcesField indexes opted-in workloads by the ConfigMaps and Secrets they may
+	// roll on, as "ConfigMap/NAME" and "Secret/NAME", and under "ConfigMap/*" and "Secret/*"
+	// when names of that kind count through a regular expression (see podrefs.Selection).
+	WorkloadSourcesField = "spec.template.sources"
 )
 
 // The shared indexes.
@@ -50,12 +53,14 @@ var (
 		Field:   VerticalScalerDeploymentNameField,
 		Extract: VerticalScalerDeploymentName,
 	}
-	// DeploymentByConfigMap finds the opted-in Deployments that reload on a ConfigMap.
-	DeploymentByConfigMap = Index{
-		Object:  &appsv1.Deployment{},
-		Field:   DeploymentConfigMapsField,
-		Extract: DeploymentConfigMaps,
-	}
+	// DeploymentBySource finds the opted-in Deployments that may roll on a ConfigMap or Secret.
+	DeploymentBySource = Index{Object: &appsv1.Deployment{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
+	// StatefulSetBySource finds the opted-in StatefulSets that may roll on a ConfigMap or Secret.
+	StatefulSetBySource = Index{Object: &appsv1.StatefulSet{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
+	// DaemonSetBySource finds the opted-in DaemonSets that may roll on a ConfigMap or Secret.
+	DaemonSetBySource = Index{Object: &appsv1.DaemonSet{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
+	// CronJobBySource finds the opted-in CronJobs that may roll on a ConfigMap or Secret.
+	CronJobBySource = Index{Object: &batchv1.CronJob{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
 )
 
 // VerticalScalerDeploymentName returns the Deployment a VerticalScaler names, if any.
@@ -67,14 +72,19 @@ func VerticalScalerDeploymentName(obj client.Object) []string {
 	return []string{vs.Spec.DeploymentName}
 }
 
-// DeploymentConfigMaps returns the ConfigMaps an opted-in Deployment reloads on (see
-// podrefs.ReloadConfigMaps), and nothing for a Deployment that did not opt in.
-func DeploymentConfigMaps(obj client.Object) []string {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
+// WorkloadSources returns the values a workload (Deployment, StatefulSet, DaemonSet, CronJob)
+// is indexed under: podrefs.Selection.IndexValues of its annotations and Pod template, with
+// Reloader's annotations read whatever --reloader-annotations says (a few more entries when it
+// is off cost a reconcile that finds nothing to do, and keep the index independent of flags).
+// An annotation that cannot be read indexes what can; the controller reports the rest. Nothing
+// for a workload that did not opt in, or for other kinds.
+func WorkloadSources(obj client.Object) []string {
+	template := podrefs.PodTemplate(obj)
+	if template == nil {
 		return nil
 	}
-	return podrefs.ReloadConfigMaps(d.Annotations, &d.Spec.Template.Spec)
+	selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, true)
+	return selection.IndexValues(podrefs.References(&template.Spec))
 }
 
 // Register adds each of the given indexes to the field indexer once, however many times it is

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,8 +35,8 @@ func TestRegisterEachIndexOnce(t *testing.T) {
 		{name: "none", indexes: nil, want: nil},
 		{name: "one", indexes: []Index{VerticalScalerByDeploymentName}, want: []string{"VerticalScaler:spec.deploymentName"}},
 		{name: "same index from two controllers",
-			indexes: []Index{DeploymentByConfigMap, VerticalScalerByDeploymentName, DeploymentByConfigMap},
-			want:    []string{"Deployment:spec.template.configMaps", "VerticalScaler:spec.deploymentName"}},
+			indexes: []Index{DeploymentBySource, VerticalScalerByDeploymentName, DeploymentBySource, CronJobBySource},
+			want:    []string{"Deployment:spec.template.sources", "VerticalScaler:spec.deploymentName", "CronJob:spec.template.sources"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &recordingIndexer{}
@@ -70,20 +71,33 @@ func TestVerticalScalerDeploymentName(t *testing.T) {
 	}
 }
 
-// TestDeploymentConfigMaps: the index reads a Deployment's own annotations and Pod template
+// TestWorkloadSources: the index reads each workload kind's own annotations and Pod template
 // (what they mean is podrefs' to say and test), and nothing of other kinds.
-func TestDeploymentConfigMaps(t *testing.T) {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.ReloadAnnotation: "true"}}}
-	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}}
-	if diff := cmp.Diff([]string{"settings"}, DeploymentConfigMaps(d)); diff != "" {
-		t.Errorf("opted in (-want +got):\n%s", diff)
-	}
-	d.Annotations = nil
-	if got := DeploymentConfigMaps(d); got != nil {
-		t.Errorf("not opted in, indexed as %v", got)
-	}
-	if got := DeploymentConfigMaps(&corev1.ConfigMap{}); got != nil {
-		t.Errorf("wrong kind indexed as %v", got)
+func TestWorkloadSources(t *testing.T) {
+	volume := []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}}}
+	optedIn := metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.ReloadAnnotation: "true"}}
+	d := &appsv1.Deployment{ObjectMeta: optedIn}
+	d.Spec.Template.Spec.Volumes = volume
+	s := &appsv1.StatefulSet{ObjectMeta: optedIn}
+	s.Spec.Template.Spec.Volumes = volume
+	ds := &appsv1.DaemonSet{}
+	ds.Spec.Template.Annotations = map[string]string{v1alpha1.ReloaderAutoAnnotation: "true"}
+	ds.Spec.Template.Spec.Volumes = volume
+	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.ReloaderConfigMapReloadAnnotation: "app-.*"}}}
+	for _, tc := range []struct {
+		obj  client.Object
+		want []string
+	}{
+		{d, []string{"Secret/tls"}},
+		{s, []string{"Secret/tls"}},
+		{ds, []string{"Secret/tls"}},
+		{cj, []string{"ConfigMap/*"}},
+		{&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: volume}}}}, nil},
+		{&corev1.ConfigMap{ObjectMeta: optedIn}, nil},
+	} {
+		if diff := cmp.Diff(tc.want, WorkloadSources(tc.obj)); diff != "" {
+			t.Errorf("%T (-want +got):\n%s", tc.obj, diff)
+		}
 	}
 }

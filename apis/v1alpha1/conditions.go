@@ -116,6 +116,16 @@ const (
 const (
 	// ReasonConfigChanged: the data the workload uses changed, and it was rolled.
 	ReasonConfigChanged = "ConfigChanged"
-	// ReasonConfigMapMissing: a ConfigMap the workload uses does not exist, so it was not rolled.
+	// ReasonConfigMapMissing (Warning): a ConfigMap the workload uses does not exist, so it was
+	// not rolled.
 	ReasonConfigMapMissing = "ConfigMapMissing"
+	// ReasonSecretMissing (Warning): a Secret the workload uses does not exist, so it was not
+	// rolled.
+	ReasonSecretMissing = "SecretMissing"
+	// ReasonInvalidReloadAnnotation (Warning): an annotation that says what the workload rolls on
+	// cannot be read; the note names it. Nothing is rolled until it is fixed.
+	ReasonInvalidReloadAnnotation = "InvalidReloadAnnotation"
+	// ReasonDigestKeyChanged: the key of the config digests is not the one the workload's record
+	// was written with, so the record was written again, as a baseline, without rolling.
+	ReasonDigestKeyChanged = "ConfigDigestKeyChanged"
 )

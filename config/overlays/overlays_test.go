@@ -1,8 +1,11 @@
 // Package overlays_test renders config/default and each overlay with `kubectl kustomize` and
 // checks that the controller set each one lists as components is what the manager runs and
 // exactly what it may do: its --controllers names those controllers and no other, the
-// ClusterRoles bound to its ServiceAccount are those controllers' generated roles plus the
-// common ones, and the CRDs are those of the controllers' kinds (primary, and kept: checkpoints).
+// ClusterRoles and Roles bound to its ServiceAccount are those controllers' generated roles plus
+// the common ones, and the CRDs are those of the controllers' kinds (primary, and kept:
+// checkpoints). An overlay without components (config/overlays/namespaced) grants its
+// controllers' generated rules as Roles in each namespace of --watch-namespaces instead of
+// ClusterRoles. In every one, no ClusterRole but the configmapwatcher's may read Secrets.
 package overlays_test
 
 import (
@@ -73,9 +76,15 @@ func TestOverlays(t *testing.T) {
 		t.Run(dir, func(t *testing.T) {
 			components := listedComponents(t, filepath.Join("..", dir))
 			objs := render(t, kubectl, filepath.Join("..", dir))
-
-			t.Run("controllers", func(t *testing.T) { checkControllers(t, objs, components) })
-			t.Run("rbac", func(t *testing.T) { checkRBAC(t, objs, components) })
+			if len(components) == 0 {
+				// Namespaced: the controllers are those --controllers names.
+				components = selectedGroups(t, objs)
+				t.Run("rbac", func(t *testing.T) { checkNamespacedRBAC(t, objs, components) })
+			} else {
+				t.Run("controllers", func(t *testing.T) { checkControllers(t, objs, components) })
+				t.Run("rbac", func(t *testing.T) { checkRBAC(t, objs, components) })
+			}
+			t.Run("secrets", func(t *testing.T) { checkSecretReaders(t, objs) })
 			t.Run("crds", func(t *testing.T) { checkCRDs(t, objs, components) })
 			t.Run("security", func(t *testing.T) { checkSecurity(t, objs) })
 			t.Run("leases", func(t *testing.T) { checkLeaseRBAC(t, objs, components) })
@@ -87,11 +96,22 @@ func TestOverlays(t *testing.T) {
 	}
 }
 
-// TestEveryControllerHasAComponent keeps config/components in step with the controller table.
+// component names the component of a controller: its group's, or its own.
+func component(c controllers.Controller) string {
+	if c.Group != "" {
+		return c.Group
+	}
+	return c.Name
+}
+
+// TestEveryControllerHasAComponent keeps config/components in step with the controller table:
+// one component per group, or per controller without one.
 func TestEveryControllerHasAComponent(t *testing.T) {
 	var want []string
 	for _, c := range controllers.Table() {
-		want = append(want, c.Name)
+		if !slices.Contains(want, component(c)) {
+			want = append(want, component(c))
+		}
 	}
 	entries, err := os.ReadDir(filepath.Join("..", "components"))
 	if err != nil {
@@ -126,9 +146,6 @@ func listedComponents(t *testing.T, dir string) []string {
 			t.Fatalf("component %s is not under config/components", c)
 		}
 		names = append(names, filepath.Base(c))
-	}
-	if len(names) == 0 {
-		t.Fatalf("%s lists no components", dir)
 	}
 	sort.Strings(names)
 	return names
@@ -201,6 +218,15 @@ func managerContainer(t *testing.T, objs []*unstructured.Unstructured) corev1.Co
 // checkControllers checks that the manager's --controllers selects exactly the components'
 // controllers, as the manager itself parses it.
 func checkControllers(t *testing.T, objs []*unstructured.Unstructured, components []string) {
+	if diff := cmp.Diff(components, selectedGroups(t, objs)); diff != "" {
+		t.Errorf("--controllers selects other controllers than the components (-components +selected):\n%s", diff)
+	}
+}
+
+// selectedGroups returns the components (groups, or controllers without one) of the controllers
+// the manager's --controllers selects, as the manager itself parses it, sorted.
+func selectedGroups(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
 	c := managerContainer(t, objs)
 	var value string
 	for i, arg := range c.Args {
@@ -217,12 +243,12 @@ func checkControllers(t *testing.T, objs []*unstructured.Unstructured, component
 	}
 	var got []string
 	for _, s := range selected {
-		got = append(got, s.Name)
+		if !slices.Contains(got, component(s)) {
+			got = append(got, component(s))
+		}
 	}
 	sort.Strings(got)
-	if diff := cmp.Diff(components, got); diff != "" {
-		t.Errorf("--controllers %q selects other controllers than the components (-components +selected):\n%s", value, diff)
-	}
+	return got
 }
 
 // checkRBAC checks that the ClusterRoles are the components' generated roles, rule for rule,
@@ -230,10 +256,16 @@ func checkControllers(t *testing.T, objs []*unstructured.Unstructured, component
 func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, components []string) {
 	wantRules := map[string][]rbacv1.PolicyRule{}
 	wantNames := append([]string{}, commonClusterRoles...)
+	wantRoles := []string{namespace + "/switchboard-leader-election"}
+	wantRoleRules := map[string][]rbacv1.PolicyRule{}
 	for _, name := range components {
-		role := readClusterRole(t, filepath.Join("..", "components", name, "rbac", "role.yaml"))
+		role, roles := readGenerated(t, name)
 		wantRules[role.Name] = role.Rules
 		wantNames = append(wantNames, role.Name)
+		for _, r := range roles {
+			wantRoles = append(wantRoles, r.Namespace+"/"+r.Name)
+			wantRoleRules[r.Namespace+"/"+r.Name] = r.Rules
+		}
 	}
 	var gotNames []string
 	for _, role := range find[rbacv1.ClusterRole](t, objs, "ClusterRole") {
@@ -264,23 +296,141 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, components []str
 			t.Errorf("ClusterRole %s is not bound to the manager's ServiceAccount", name)
 		}
 	}
-	if roles := find[rbacv1.Role](t, objs, "Role"); len(roles) != 1 || roles[0].Name != "switchboard-leader-election" || roles[0].Namespace != namespace {
-		t.Errorf("Roles: want only switchboard-leader-election in %s, got %d", namespace, len(roles))
+	checkRoles(t, objs, wantRoles, wantRoleRules)
+}
+
+// checkRoles checks that the Roles are exactly want (namespace/name), each with the rules
+// given, and each bound to the manager's ServiceAccount in its namespace.
+func checkRoles(t *testing.T, objs []*unstructured.Unstructured, want []string, rules map[string][]rbacv1.PolicyRule) {
+	t.Helper()
+	var got []string
+	for _, role := range find[rbacv1.Role](t, objs, "Role") {
+		key := role.Namespace + "/" + role.Name
+		got = append(got, key)
+		if want, ok := rules[key]; ok {
+			if diff := cmp.Diff(want, role.Rules); diff != "" {
+				t.Errorf("Role %s rules (-generated +rendered):\n%s", key, diff)
+			}
+		}
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Roles (-want +rendered):\n%s", diff)
+	}
+	bound := map[string]bool{}
+	for _, b := range find[rbacv1.RoleBinding](t, objs, "RoleBinding") {
+		wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: serviceAccount, Namespace: namespace}}
+		if diff := cmp.Diff(wantSubjects, b.Subjects); diff != "" {
+			t.Errorf("RoleBinding %s/%s subjects (-want +got):\n%s", b.Namespace, b.Name, diff)
+		}
+		if b.RoleRef.Kind == "Role" {
+			bound[b.Namespace+"/"+b.RoleRef.Name] = true
+		}
+	}
+	for _, key := range want {
+		if !bound[key] {
+			t.Errorf("Role %s is not bound to the manager's ServiceAccount", key)
+		}
 	}
 }
 
-// readClusterRole reads a ClusterRole that controller-gen wrote.
-func readClusterRole(t *testing.T, path string) *rbacv1.ClusterRole {
+// checkNamespacedRBAC checks an overlay that grants its controllers' generated ClusterRole rules
+// as a Role in each namespace of the manager's --watch-namespaces (and the generated Roles as
+// they are), and binds no ClusterRole but the common ones.
+func checkNamespacedRBAC(t *testing.T, objs []*unstructured.Unstructured, components []string) {
+	var watched []string
+	for _, arg := range managerContainer(t, objs).Args {
+		if value, ok := strings.CutPrefix(arg, "--watch-namespaces="); ok {
+			watched = strings.Split(value, ",")
+		}
+	}
+	if len(watched) == 0 {
+		t.Fatal("a namespaced overlay must set --watch-namespaces")
+	}
+	wantRoles := []string{namespace + "/switchboard-leader-election"}
+	rules := map[string][]rbacv1.PolicyRule{}
+	for _, name := range components {
+		clusterRole, roles := readGenerated(t, name)
+		for _, ns := range watched {
+			key := ns + "/" + clusterRole.Name
+			wantRoles = append(wantRoles, key)
+			rules[key] = clusterRole.Rules
+		}
+		for _, r := range roles {
+			wantRoles = append(wantRoles, r.Namespace+"/"+r.Name)
+			rules[r.Namespace+"/"+r.Name] = r.Rules
+		}
+	}
+	checkRoles(t, objs, wantRoles, rules)
+	var clusterRoles []string
+	for _, role := range find[rbacv1.ClusterRole](t, objs, "ClusterRole") {
+		clusterRoles = append(clusterRoles, role.Name)
+	}
+	sort.Strings(clusterRoles)
+	if diff := cmp.Diff(commonClusterRoles, clusterRoles); diff != "" {
+		t.Errorf("ClusterRoles of a namespaced overlay (-common +rendered):\n%s", diff)
+	}
+}
+
+// secretReaders are the ClusterRoles that may read Secrets: the configmapwatcher's alone.
+var secretReaders = []string{"switchboard-configmapwatcher"}
+
+// checkSecretReaders checks that no ClusterRole but the configmapwatcher's grants anything on
+// Secrets.
+func checkSecretReaders(t *testing.T, objs []*unstructured.Unstructured) {
+	for _, role := range find[rbacv1.ClusterRole](t, objs, "ClusterRole") {
+		if slices.Contains(secretReaders, role.Name) {
+			continue
+		}
+		for _, rule := range role.Rules {
+			if (slices.Contains(rule.APIGroups, "") || slices.Contains(rule.APIGroups, "*")) &&
+				(slices.Contains(rule.Resources, "secrets") || slices.Contains(rule.Resources, "*")) {
+				t.Errorf("ClusterRole %s grants %v on Secrets: only %v may", role.Name, rule.Verbs, secretReaders)
+			}
+		}
+	}
+}
+
+// readGenerated reads what controller-gen wrote for a component: its ClusterRole, and the Roles
+// its markers ask for in the manager's namespace.
+func readGenerated(t *testing.T, component string) (*rbacv1.ClusterRole, []*rbacv1.Role) {
 	t.Helper()
+	path := filepath.Join("..", "components", component, "rbac", "role.yaml")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, role); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	var clusterRole *rbacv1.ClusterRole
+	var roles []*rbacv1.Role
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		switch obj.GetKind() {
+		case "ClusterRole":
+			clusterRole = &rbacv1.ClusterRole{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, clusterRole); err != nil {
+				t.Fatal(err)
+			}
+		case "Role":
+			role := &rbacv1.Role{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, role); err != nil {
+				t.Fatal(err)
+			}
+			roles = append(roles, role)
+		}
 	}
-	return role
+	if clusterRole == nil {
+		t.Fatalf("%s holds no ClusterRole", path)
+	}
+	return clusterRole, roles
 }
 
 // checkCRDs checks that the CRDs are exactly those of the kinds of Switchboard's group that the
@@ -295,7 +445,7 @@ func checkCRDs(t *testing.T, objs []*unstructured.Unstructured, components []str
 	scheme := controllers.NewScheme()
 	wantKinds := map[string]bool{}
 	for _, c := range controllers.Table() {
-		if !listed[c.Name] {
+		if !listed[component(c)] {
 			continue
 		}
 		gvks, _, err := scheme.ObjectKinds(c.For)
@@ -308,7 +458,8 @@ func checkCRDs(t *testing.T, objs []*unstructured.Unstructured, components []str
 	}
 	wantPlurals := map[string]bool{}
 	for _, name := range components {
-		for _, rule := range readClusterRole(t, filepath.Join("..", "components", name, "rbac", "role.yaml")).Rules {
+		clusterRole, _ := readGenerated(t, name)
+		for _, rule := range clusterRole.Rules {
 			if !slices.Contains(rule.APIGroups, v1alpha1.GroupVersion.Group) {
 				continue
 			}
@@ -370,19 +521,24 @@ func checkSecurity(t *testing.T, objs []*unstructured.Unstructured) {
 func checkLeaseRBAC(t *testing.T, objs []*unstructured.Unstructured, components []string) {
 	var selected []controllers.Controller
 	for _, c := range controllers.Table() {
-		if slices.Contains(components, c.Name) {
+		if slices.Contains(components, component(c)) {
 			selected = append(selected, c)
 		}
 	}
 	want := controllers.LeaseNames(selected)
 	sort.Strings(want)
-	roles := find[rbacv1.Role](t, objs, "Role")
-	if len(roles) != 1 {
-		t.Fatalf("%d Roles, want the leader election Role", len(roles))
+	var election *rbacv1.Role
+	for _, role := range find[rbacv1.Role](t, objs, "Role") {
+		if role.Name == "switchboard-leader-election" {
+			election = role
+		}
+	}
+	if election == nil {
+		t.Fatal("no leader election Role, switchboard-leader-election")
 	}
 	var created bool
 	var named []string
-	for _, rule := range roles[0].Rules {
+	for _, rule := range election.Rules {
 		if !slices.Contains(rule.APIGroups, "coordination.k8s.io") || !slices.Contains(rule.Resources, "leases") {
 			continue
 		}

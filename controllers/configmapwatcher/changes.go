@@ -11,118 +11,153 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-)
 
-// configMapsResource is what the ConfigMap watch lists and watches.
-var configMapsResource = corev1.SchemeGroupVersion.WithResource("configmaps")
+	"github.com/example/switchboard/internal/podrefs"
+)
 
 // errResourceVersionGone ends a watch whose resourceVersion the API server no longer has: the
 // events since then are lost, and only a new list and a resync can make up for them.
 var errResourceVersionGone = errors.New("resourceVersion gone")
 
-// configMapChanges is the controller's source of ConfigMap events: a metadata-only watch of
-// ConfigMaps that stores nothing. Each added, changed or deleted ConfigMap enqueues the
-// Deployments that reload on it, found through the shared index on the Deployment cache.
+// changes is the source of one kind of source objects (ConfigMaps or Secrets) that the
+// controllers of every workload kind share: one metadata-only watch per namespace that stores
+// nothing, fanned out to each registered controller. Each added, changed or deleted object is
+// mapped by each controller to its workloads that may roll on it (through the shared index on
+// its cache), and those are queued once they have seen no change for the debounce delay.
 //
-// An informer would keep every ConfigMap of the cluster in memory (as metadata, but still some
-// hundreds of bytes each) only to replay them after a relist. This controller needs none of that state: the hash on
-// each Deployment is the record of what it last rolled to, and Reconcile reads the few
-// ConfigMaps it needs from the API server. So the watch starts at the collection's current
-// resourceVersion, read with a one-item list, and resumes from the last resourceVersion it saw
-// (bookmarks keep it fresh) when the connection drops. When the API server no longer has that
-// resourceVersion, events were lost: the watch starts over and enqueues every opted-in
-// Deployment of the namespace, which is what an informer's relist would amount to.
+// An informer would keep every ConfigMap and Secret of the cluster in memory (as metadata, but
+// still some hundreds of bytes each) only to replay them after a relist. These controllers need
+// none of that state: the record on each workload says what it last rolled to, and Reconcile
+// reads the few sources it needs from the API server. So the watch starts at the collection's
+// current resourceVersion, read with a one-item list, and resumes from the last resourceVersion
+// it saw (bookmarks keep it fresh) when the connection drops. When the API server no longer has
+// that resourceVersion, events were lost: the watch starts over and every controller enqueues
+// every opted-in workload of the namespace, which is what an informer's relist would amount to.
 //
-// It is a syncing source: the controller starts its workers only once each namespace's watch
-// has its starting resourceVersion. A reconcile therefore reads ConfigMaps at or after that
-// version, and any change after it reaches the watch, so no change falls between the two.
-type configMapChanges struct {
-	client metadata.Interface
+// The watch runs while at least one controller is registered, so that controllers with their
+// own lifetimes (a leader election each) share it safely. Each controller's source is a syncing
+// source: its workers start only once each namespace's watch has its starting resourceVersion,
+// and the source registers before that, so a change either reaches it or happened before the
+// controller's first reconcile of the workload, which reads the data.
+type changes struct {
+	kind     podrefs.SourceKind
+	resource schema.GroupVersionResource
+	client   metadata.Interface
 	// namespaces are watched one watch each; a single "" watches every namespace.
 	namespaces []string
-	// deploymentsFor maps a ConfigMap to the requests of the Deployments that reload on it.
-	deploymentsFor func(context.Context, client.Object) []reconcile.Request
-	// optedIn lists the requests of every opted-in Deployment of a namespace ("" for all).
-	optedIn func(ctx context.Context, namespace string) ([]reconcile.Request, error)
 	// retry is the backoff between failed lists and watches.
 	retry wait.Backoff
 	log   logr.Logger
 
-	// started is done for a namespace once its watch has its starting resourceVersion, or once
-	// it stopped before that.
-	started sync.WaitGroup
+	mu        sync.Mutex
+	consumers map[*consumer]bool
+	// cancel stops the running watches; nil while none run.
+	cancel context.CancelFunc
+	// synced is closed once every namespace's watch of the current run has its starting
+	// resourceVersion.
+	synced chan struct{}
 }
 
-// newConfigMapChanges returns the ConfigMap source over namespaces (none for all), mapping
-// through reader, the manager's cache.
-func newConfigMapChanges(reader client.Reader, c metadata.Interface, namespaces []string, log logr.Logger) *configMapChanges {
+// consumer is one controller's registration with changes.
+type consumer struct {
+	// name is the controller's, for logs.
+	name  string
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	// workloadsFor maps a source of a namespace to the workloads that may roll on it.
+	workloadsFor func(ctx context.Context, namespace string, src podrefs.Source) []reconcile.Request
+	// optedIn lists every opted-in workload of a namespace ("" for all), for a resync.
+	optedIn func(ctx context.Context, namespace string) ([]reconcile.Request, error)
+	// delay is the debounce delay of the requests it queues.
+	delay time.Duration
+	// debounce holds the requests waiting out the delay.
+	debounce *debouncer
+}
+
+// newChanges returns the shared watch of kind's objects over namespaces (none for all).
+func newChanges(kind podrefs.SourceKind, c metadata.Interface, namespaces []string, log logr.Logger) *changes {
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	return &configMapChanges{
+	resource := corev1.SchemeGroupVersion.WithResource("configmaps")
+	if kind == podrefs.Secret {
+		resource = corev1.SchemeGroupVersion.WithResource("secrets")
+	}
+	return &changes{
+		kind:       kind,
+		resource:   resource,
 		client:     c,
 		namespaces: namespaces,
-		deploymentsFor: func(ctx context.Context, obj client.Object) []reconcile.Request {
-			return deploymentsFor(ctx, reader, obj)
-		},
-		optedIn: func(ctx context.Context, namespace string) ([]reconcile.Request, error) {
-			return optedInDeployments(ctx, reader, namespace)
-		},
-		retry: wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second},
-		log:   log,
+		retry:      wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second},
+		log:        log.WithValues("watch", string(kind)),
+		consumers:  map[*consumer]bool{},
 	}
 }
 
-// String names the source in controller-runtime's logs.
-func (c *configMapChanges) String() string { return "ConfigMap metadata watch (uncached)" }
-
-// Start starts one watch per namespace; they run until ctx ends.
-func (c *configMapChanges) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	c.started.Add(len(c.namespaces))
-	for _, ns := range c.namespaces {
-		go c.run(ctx, ns, queue)
-	}
-	return nil
-}
-
-// WaitForSync returns once every namespace's watch has its starting resourceVersion.
-func (c *configMapChanges) WaitForSync(ctx context.Context) error {
-	select {
-	case <-c.allStarted():
-		if ctx.Err() != nil {
-			break // the watches stopped with ctx, unsynced
+// register adds a consumer until ctx ends, starts the watches if they do not run, and returns
+// a channel closed once they have their starting points.
+func (c *changes) register(ctx context.Context, cons *consumer) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.consumers[cons] = true
+	if c.cancel == nil {
+		var run context.Context
+		run, c.cancel = context.WithCancel(context.Background())
+		c.synced = make(chan struct{})
+		started := &sync.WaitGroup{}
+		started.Add(len(c.namespaces))
+		for _, ns := range c.namespaces {
+			go c.run(run, ns, started)
 		}
-		return nil
-	case <-ctx.Done():
+		go func(synced chan struct{}) {
+			started.Wait()
+			close(synced)
+		}(c.synced)
 	}
-	return fmt.Errorf("waiting for the ConfigMap watch to start: %w", context.Cause(ctx))
-}
-
-// allStarted returns a channel closed once every namespace's watch has its starting
-// resourceVersion or has stopped before it.
-func (c *configMapChanges) allStarted() <-chan struct{} {
-	done := make(chan struct{})
+	synced := c.synced
 	go func() {
-		c.started.Wait()
-		close(done)
+		<-ctx.Done()
+		c.unregister(cons)
 	}()
-	return done
+	return synced
 }
 
-// run watches the ConfigMaps of namespace until ctx ends, starting over from a new list when
-// the watch's resourceVersion is gone.
-func (c *configMapChanges) run(ctx context.Context, namespace string, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// unregister removes a consumer, and stops the watches once none is left.
+func (c *changes) unregister(cons *consumer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.consumers, cons)
+	if len(c.consumers) == 0 && c.cancel != nil {
+		c.cancel()
+		c.cancel = nil
+	}
+}
+
+// snapshot returns the registered consumers.
+func (c *changes) snapshot() []*consumer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*consumer, 0, len(c.consumers))
+	for cons := range c.consumers {
+		out = append(out, cons)
+	}
+	return out
+}
+
+// run watches the objects of namespace until ctx ends, starting over from a new list when the
+// watch's resourceVersion is gone. started is done once it has its first starting point, or
+// when it stops before.
+func (c *changes) run(ctx context.Context, namespace string, started *sync.WaitGroup) {
 	log := c.log.WithValues("namespace", namespace)
 	first := true
 	defer func() {
 		if first {
-			c.started.Done() // stopped before its starting point: WaitForSync must not hang
+			started.Done() // stopped before its starting point: nobody must wait forever
 		}
 	}()
 	backoff := c.retry
@@ -132,53 +167,57 @@ func (c *configMapChanges) run(ctx context.Context, namespace string, queue work
 			return // stopping: the error, if any, is the cancellation
 		}
 		if err != nil {
-			log.Error(err, "Listing ConfigMaps failed; retrying")
+			log.Error(err, "Listing "+string(c.kind)+"s failed; retrying")
 			sleep(ctx, backoff.Step())
 			continue
 		}
 		if first {
 			first = false
-			c.started.Done()
-		} else if err := c.resync(ctx, namespace, queue); err != nil {
-			log.Error(err, "Resyncing after the ConfigMap watch lost events failed; retrying")
+			started.Done()
+		} else if err := c.resync(ctx, namespace); err != nil {
+			log.Error(err, "Resyncing after the "+string(c.kind)+" watch lost events failed; retrying")
 			sleep(ctx, backoff.Step())
 			continue
 		}
 		backoff = c.retry
-		err = c.follow(ctx, namespace, rv, queue)
-		log.V(1).Info("ConfigMap watch starts over", "reason", err)
+		err = c.follow(ctx, namespace, rv)
+		log.V(1).Info(string(c.kind)+" watch starts over", "reason", err)
 	}
 }
 
-// currentResourceVersion reads the resourceVersion of namespace's ConfigMaps with a list of at
+// currentResourceVersion reads the resourceVersion of namespace's objects with a list of at
 // most one item.
-func (c *configMapChanges) currentResourceVersion(ctx context.Context, namespace string) (string, error) {
-	list, err := c.client.Resource(configMapsResource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+func (c *changes) currentResourceVersion(ctx context.Context, namespace string) (string, error) {
+	list, err := c.client.Resource(c.resource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return "", err
 	}
 	return list.ResourceVersion, nil
 }
 
-// resync enqueues every opted-in Deployment of namespace, for the events a watch lost.
-func (c *configMapChanges) resync(ctx context.Context, namespace string, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	requests, err := c.optedIn(ctx, namespace)
-	if err != nil {
-		return err
+// resync makes every consumer enqueue every opted-in workload of namespace, for the events a
+// watch lost.
+func (c *changes) resync(ctx context.Context, namespace string) error {
+	for _, cons := range c.snapshot() {
+		requests, err := cons.optedIn(ctx, namespace)
+		if err != nil {
+			return fmt.Errorf("%s: %w", cons.name, err)
+		}
+		for _, req := range requests {
+			cons.queue.Add(req)
+		}
+		c.log.Info("Enqueued every opted-in workload: the "+string(c.kind)+" watch lost events",
+			"namespace", namespace, "controller", cons.name, "workloads", len(requests))
 	}
-	for _, req := range requests {
-		queue.Add(req)
-	}
-	c.log.Info("Enqueued every opted-in Deployment: the ConfigMap watch lost events", "namespace", namespace, "deployments", len(requests))
 	return nil
 }
 
-// follow watches namespace's ConfigMaps from rv, reconnecting from the last resourceVersion
-// seen, until ctx ends or that resourceVersion is gone. It returns why it stopped.
-func (c *configMapChanges) follow(ctx context.Context, namespace, rv string, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+// follow watches namespace's objects from rv, reconnecting from the last resourceVersion seen,
+// until ctx ends or that resourceVersion is gone. It returns why it stopped.
+func (c *changes) follow(ctx context.Context, namespace, rv string) error {
 	backoff := c.retry
 	for ctx.Err() == nil {
-		w, err := c.client.Resource(configMapsResource).Namespace(namespace).Watch(ctx, metav1.ListOptions{
+		w, err := c.client.Resource(c.resource).Namespace(namespace).Watch(ctx, metav1.ListOptions{
 			ResourceVersion: rv, AllowWatchBookmarks: true})
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -186,19 +225,19 @@ func (c *configMapChanges) follow(ctx context.Context, namespace, rv string, que
 		case resourceVersionGone(err):
 			return errResourceVersionGone
 		case err != nil:
-			c.log.Error(err, "Watching ConfigMaps failed; retrying", "namespace", namespace)
+			c.log.Error(err, "Watching "+string(c.kind)+"s failed; retrying", "namespace", namespace)
 			sleep(ctx, backoff.Step())
 			continue
 		}
 		last := rv
-		rv, err = c.drain(ctx, w, rv, queue)
+		rv, err = c.drain(ctx, w, rv)
 		if errors.Is(err, errResourceVersionGone) {
 			return err
 		}
 		// A watch that ended at once, or with an error, waits before the next: an API server
 		// that closes every watch must not get a request loop.
 		if err != nil || rv == last {
-			c.log.V(1).Info("ConfigMap watch ended; resuming", "namespace", namespace, "resourceVersion", rv, "reason", err)
+			c.log.V(1).Info(string(c.kind)+" watch ended; resuming", "namespace", namespace, "resourceVersion", rv, "reason", err)
 			sleep(ctx, backoff.Step())
 			continue
 		}
@@ -209,7 +248,7 @@ func (c *configMapChanges) follow(ctx context.Context, namespace, rv string, que
 
 // drain handles w's events until it ends, and returns the last resourceVersion seen with the
 // reason the watch ended (nil when the API server closed it).
-func (c *configMapChanges) drain(ctx context.Context, w watch.Interface, rv string, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) (string, error) {
+func (c *changes) drain(ctx context.Context, w watch.Interface, rv string) (string, error) {
 	defer w.Stop()
 	for {
 		select {
@@ -228,17 +267,80 @@ func (c *configMapChanges) drain(ctx context.Context, w watch.Interface, rv stri
 			}
 			obj, ok := ev.Object.(*metav1.PartialObjectMetadata)
 			if !ok {
-				return rv, fmt.Errorf("unexpected %T in the ConfigMap watch", ev.Object)
+				return rv, fmt.Errorf("unexpected %T in the %s watch", ev.Object, c.kind)
 			}
 			rv = obj.ResourceVersion
-			if ev.Type == watch.Bookmark {
-				continue
-			}
-			for _, req := range c.deploymentsFor(ctx, obj) {
-				queue.Add(req)
+			if ev.Type != watch.Bookmark {
+				c.dispatch(ctx, podrefs.Source{Kind: c.kind, Name: obj.Name}, obj.Namespace)
 			}
 		}
 	}
+}
+
+// dispatch queues, in every consumer, the workloads that may roll on src, once they have seen no
+// change for the consumer's debounce delay (see debouncer).
+func (c *changes) dispatch(ctx context.Context, src podrefs.Source, namespace string) {
+	for _, cons := range c.snapshot() {
+		for _, req := range cons.workloadsFor(ctx, namespace, src) {
+			if cons.debounce != nil {
+				cons.debounce.add(req)
+			} else {
+				cons.queue.Add(req)
+			}
+		}
+	}
+}
+
+// maxDebounce is how many debounce delays a request waits at most, however often its sources
+// change: a source changed without pause still rolls its workloads.
+const maxDebounce = 10
+
+// debouncer queues a request once it has had no new change for quiet (a quiet period: each
+// change starts the wait again), but no later than maxDebounce times quiet after its first
+// change. The changes made together to several sources of a workload (a helm upgrade applies
+// them one after the other) are then read by one reconcile, as long as the gap between two of
+// them is shorter than quiet: the whole burst may be longer. The work queue's own AddAfter
+// keeps the earliest time of a waiting request, a window from the first change, which would
+// have to outlast the whole burst, and every single change would wait that long.
+type debouncer struct {
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	quiet time.Duration
+
+	mu      sync.Mutex
+	pending map[reconcile.Request]*pendingRequest
+}
+
+// pendingRequest is a request waiting out its quiet period.
+type pendingRequest struct {
+	first time.Time
+	timer *time.Timer
+}
+
+// newDebouncer returns a debouncer that adds to queue the requests that had no change for quiet.
+func newDebouncer(queue workqueue.TypedRateLimitingInterface[reconcile.Request], quiet time.Duration) *debouncer {
+	return &debouncer{queue: queue, quiet: quiet, pending: map[reconcile.Request]*pendingRequest{}}
+}
+
+// add starts, or starts again, req's quiet period.
+func (d *debouncer) add(req reconcile.Request) {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p, ok := d.pending[req]; ok && p.timer.Stop() {
+		p.timer.Reset(max(0, min(d.quiet, p.first.Add(maxDebounce*d.quiet).Sub(now))))
+		return
+	}
+	// None waits, or its timer is firing now: a new wait, so that this change is read too.
+	p := &pendingRequest{first: now}
+	p.timer = time.AfterFunc(d.quiet, func() {
+		d.mu.Lock()
+		if d.pending[req] == p {
+			delete(d.pending, req)
+		}
+		d.mu.Unlock()
+		d.queue.Add(req)
+	})
+	d.pending[req] = p
 }
 
 // resourceVersionGone tells whether err says that the API server no longer has the
@@ -255,4 +357,40 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// changesSource is one controller's source of changes: it registers the controller's queue
+// and map function with the shared watch when the controller starts.
+type changesSource struct {
+	changes  *changes
+	consumer consumer
+	synced   <-chan struct{}
+}
+
+// String names the source in controller-runtime's logs.
+func (s *changesSource) String() string {
+	return string(s.changes.kind) + " metadata watch (uncached, shared)"
+}
+
+// Start registers the controller with the shared watch until ctx ends.
+func (s *changesSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	cons := s.consumer
+	cons.queue = queue
+	if cons.delay > 0 {
+		cons.debounce = newDebouncer(queue, cons.delay)
+	}
+	s.synced = s.changes.register(ctx, &cons)
+	return nil
+}
+
+// WaitForSync returns once every namespace's watch has its starting resourceVersion.
+func (s *changesSource) WaitForSync(ctx context.Context) error {
+	select {
+	case <-s.synced:
+		if ctx.Err() == nil {
+			return nil
+		}
+	case <-ctx.Done():
+	}
+	return fmt.Errorf("waiting for the %s watch to start: %w", s.changes.kind, context.Cause(ctx))
 }

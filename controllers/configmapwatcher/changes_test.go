@@ -3,6 +3,7 @@ package configmapwatcher
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,11 +20,13 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/example/switchboard/internal/podrefs"
 )
 
-// fakeAPI serves the ConfigMap source's lists and watches: each list answers the next
+// fakeAPI serves the shared watch's lists and watches of Secrets: each list answers the next
 // resourceVersion of lists, and each watch is a fake watcher the test drives, announced on
 // watches with the resourceVersion it started from.
 type fakeAPI struct {
@@ -43,16 +46,16 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		lists:   make(chan string, 4),
 		watches: make(chan startedWatch, 4),
 	}
-	api.client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+	api.client.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
 		select {
 		case rv := <-api.lists:
 			return true, &metav1.List{ListMeta: metav1.ListMeta{ResourceVersion: rv}}, nil
 		case <-time.After(5 * time.Second):
-			t.Error("unexpected list of ConfigMaps")
+			t.Error("unexpected list of Secrets")
 			return true, nil, apierrors.NewServiceUnavailable("no list expected")
 		}
 	})
-	api.client.PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, watch.Interface, error) {
+	api.client.PrependWatchReactor("secrets", func(action clienttesting.Action) (bool, watch.Interface, error) {
 		w := watch.NewFakeWithChanSize(4, false)
 		api.watches <- startedWatch{action.(clienttesting.WatchAction).GetWatchRestrictions().ResourceVersion, w}
 		return true, w, nil
@@ -75,7 +78,7 @@ func (api *fakeAPI) nextWatch(t *testing.T, rv string) *watch.FakeWatcher {
 	}
 }
 
-func configMapMeta(name, rv string) *metav1.PartialObjectMetadata {
+func secretMeta(name, rv string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 }
 
@@ -84,7 +87,7 @@ func request(name string) reconcile.Request {
 }
 
 // nextRequests takes n requests off queue, or fails.
-func nextRequests(t *testing.T, queue workqueue.TypedRateLimitingInterface[reconcile.Request], n int) []reconcile.Request {
+func nextRequests(t *testing.T, queue workqueue.TypedInterface[reconcile.Request], n int) []reconcile.Request {
 	t.Helper()
 	got := make(chan reconcile.Request)
 	var out []reconcile.Request
@@ -101,49 +104,97 @@ func nextRequests(t *testing.T, queue workqueue.TypedRateLimitingInterface[recon
 			t.Fatalf("got requests %v, want %d", out, n)
 		}
 	}
+	slices.SortFunc(out, func(a, b reconcile.Request) int { return compareStrings(a.Name, b.Name) })
 	return out
 }
 
-// TestConfigMapChanges drives the uncached ConfigMap watch through what the API server can do:
-// events map to the Deployments of the ConfigMap; a closed watch resumes from the last
-// resourceVersion seen, bookmarks included, without a resync; an expired resourceVersion
-// (410 Gone) starts over from a new list and enqueues every opted-in Deployment.
-func TestConfigMapChanges(t *testing.T) {
-	api := newFakeAPI(t)
-	var resyncs atomic.Int32
-	changes := &configMapChanges{
-		client:     api.client,
-		namespaces: []string{"ns"},
-		deploymentsFor: func(_ context.Context, cm client.Object) []reconcile.Request {
-			return []reconcile.Request{request("uses-" + cm.GetName())}
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// testConsumer is a controller's registration whose workloads are named after the source with
+// prefix, and whose resync counts.
+func testConsumer(prefix string, resyncs *atomic.Int32, delay time.Duration) consumer {
+	return consumer{
+		name: prefix,
+		workloadsFor: func(_ context.Context, namespace string, src podrefs.Source) []reconcile.Request {
+			if namespace != "ns" || src.Kind != podrefs.Secret {
+				return nil
+			}
+			return []reconcile.Request{request(prefix + src.Name)}
 		},
 		optedIn: func(context.Context, string) ([]reconcile.Request, error) {
 			resyncs.Add(1)
-			return []reconcile.Request{request("uses-a"), request("uses-b")}, nil
+			return []reconcile.Request{request(prefix + "all")}, nil
 		},
-		retry: wait.Backoff{Duration: time.Millisecond, Steps: 1},
-		log:   logr.Discard(),
+		delay: delay,
 	}
+}
+
+func newQueue(t *testing.T) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer queue.ShutDown()
+	t.Cleanup(queue.ShutDown)
+	return queue
+}
+
+func testChanges(api *fakeAPI) *changes {
+	c := newChanges(podrefs.Secret, api.client, []string{"ns"}, logr.Discard())
+	c.retry = wait.Backoff{Duration: time.Millisecond, Steps: 1}
+	return c
+}
+
+func start(t *testing.T, ctx context.Context, c *changes, cons consumer, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) *changesSource {
+	t.Helper()
+	src := &changesSource{changes: c, consumer: cons}
+	if err := src.Start(ctx, queue); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// TestChangesFanOut drives the shared watch through what the API server can do, with two
+// controllers registered: one watch serves both; each event maps to each controller's
+// workloads; a closed watch resumes from the last resourceVersion seen, bookmarks included,
+// without a resync; an expired resourceVersion (410 Gone) starts over from a new list and makes
+// each controller enqueue every opted-in workload.
+func TestChangesFanOut(t *testing.T) {
+	api := newFakeAPI(t)
+	c := testChanges(api)
+	var resyncs atomic.Int32
+	deployments, statefulSets := newQueue(t), newQueue(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	api.lists <- "10"
-	if err := changes.Start(ctx, queue); err != nil {
-		t.Fatal(err)
-	}
-	if err := changes.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
+	first := start(t, ctx, c, testConsumer("d-", &resyncs, 0), deployments)
+	second := start(t, ctx, c, testConsumer("s-", &resyncs, 0), statefulSets)
+	for _, src := range []*changesSource{first, second} {
+		if err := src.WaitForSync(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w := api.nextWatch(t, "10")
-	w.Modify(configMapMeta("a", "11"))
-	w.Delete(configMapMeta("b", "12"))
-	if diff := cmp.Diff([]reconcile.Request{request("uses-a"), request("uses-b")}, nextRequests(t, queue, 2)); diff != "" {
-		t.Errorf("requests for a change and a deletion (-want +got):\n%s", diff)
+	w.Modify(secretMeta("a", "11"))
+	w.Delete(secretMeta("b", "12"))
+	if diff := cmp.Diff([]reconcile.Request{request("d-a"), request("d-b")}, nextRequests(t, deployments, 2)); diff != "" {
+		t.Errorf("first controller's requests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]reconcile.Request{request("s-a"), request("s-b")}, nextRequests(t, statefulSets, 2)); diff != "" {
+		t.Errorf("second controller's requests (-want +got):\n%s", diff)
+	}
+	select {
+	case extra := <-api.watches:
+		t.Fatalf("a second watch started from %q: the controllers must share one", extra.resourceVersion)
+	default:
 	}
 
-	w.Action(watch.Bookmark, configMapMeta("", "15"))
+	w.Action(watch.Bookmark, secretMeta("", "15"))
 	w.Stop()
 	w = api.nextWatch(t, "15")
 	if n := resyncs.Load(); n != 0 {
@@ -153,72 +204,187 @@ func TestConfigMapChanges(t *testing.T) {
 	api.lists <- "20"
 	w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
 	api.nextWatch(t, "20")
-	if diff := cmp.Diff([]reconcile.Request{request("uses-a"), request("uses-b")}, nextRequests(t, queue, 2)); diff != "" {
-		t.Errorf("requests after the resourceVersion expired (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]reconcile.Request{request("d-all")}, nextRequests(t, deployments, 1)); diff != "" {
+		t.Errorf("first controller's requests after the resourceVersion expired (-want +got):\n%s", diff)
 	}
-	if n := resyncs.Load(); n != 1 {
-		t.Errorf("resyncs after 410 Gone = %d, want 1", n)
+	if diff := cmp.Diff([]reconcile.Request{request("s-all")}, nextRequests(t, statefulSets, 1)); diff != "" {
+		t.Errorf("second controller's requests after the resourceVersion expired (-want +got):\n%s", diff)
+	}
+	if n := resyncs.Load(); n != 2 {
+		t.Errorf("resyncs after 410 Gone = %d, want one per controller", n)
 	}
 }
 
-// TestConfigMapChangesWaitsForItsStartingPoint: the controller's workers start only once the
-// watch knows where it starts, so WaitForSync blocks while the list fails.
-func TestConfigMapChangesWaitsForItsStartingPoint(t *testing.T) {
+// TestChangesDebounce: a change queues its workloads once their sources have not changed for
+// the delay, so changes whose gaps are shorter than the delay are read by one reconcile, even
+// when all of them together last longer than the delay.
+func TestChangesDebounce(t *testing.T) {
 	api := newFakeAPI(t)
-	failures := 0
-	api.client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if failures < 2 {
-			failures++
-			return true, nil, apierrors.NewGenericServerResponse(http.StatusServiceUnavailable, "list",
-				schema.GroupResource{Resource: "configmaps"}, "", "unavailable", 0, true)
-		}
-		return false, nil, nil
-	})
-	changes := newConfigMapChanges(nil, api.client, nil, logr.Discard())
-	changes.retry = wait.Backoff{Duration: 50 * time.Millisecond, Steps: 1}
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer queue.ShutDown()
+	c := testChanges(api)
+	var resyncs atomic.Int32
+	queue := priorityqueue.New[reconcile.Request]("debounce-test")
+	t.Cleanup(queue.ShutDown)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := changes.Start(ctx, queue); err != nil {
+	api.lists <- "1"
+	const delay = 300 * time.Millisecond
+	src := start(t, ctx, c, consumer{
+		name: "all-to-one",
+		workloadsFor: func(context.Context, string, podrefs.Source) []reconcile.Request {
+			return []reconcile.Request{request("web")}
+		},
+		optedIn: testConsumer("", &resyncs, 0).optedIn,
+		delay:   delay,
+	}, queue)
+	if err := src.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	early, cancelEarly := context.WithTimeout(ctx, 60*time.Millisecond)
-	defer cancelEarly()
-	if err := changes.WaitForSync(early); err == nil {
-		t.Fatal("WaitForSync returned while every list failed")
+	w := api.nextWatch(t, "1")
+	began := time.Now()
+	for i, name := range []string{"app", "flags", "db"} {
+		if i > 0 {
+			time.Sleep(delay / 2)
+		}
+		w.Modify(secretMeta(name, string(rune('2'+i))))
+	}
+	lastChange := time.Now()
+	if n := queue.Len(); n != 0 {
+		t.Errorf("%d requests ready %s after the first change, while changes kept coming", n, time.Since(began))
+	}
+	nextRequests(t, queue, 1)
+	if waited := time.Since(lastChange); waited < delay-20*time.Millisecond {
+		t.Errorf("the request came %s after the last change, want the delay, %s", waited, delay)
+	}
+	time.Sleep(delay + 100*time.Millisecond)
+	if n := queue.Len(); n != 0 {
+		t.Errorf("%d more requests after the burst, want one reconcile for the three changes", n)
+	}
+}
+
+// TestDebouncerWaitsAtMostTenDelays: a workload whose source changes without pause is still
+// reconciled.
+func TestDebouncerWaitsAtMostTenDelays(t *testing.T) {
+	queue := newQueue(t)
+	const delay = 30 * time.Millisecond
+	d := newDebouncer(queue, delay)
+	began := time.Now()
+	for time.Since(began) < 2*maxDebounce*delay && queue.Len() == 0 {
+		d.add(request("busy"))
+		time.Sleep(delay / 3)
+	}
+	if queue.Len() == 0 {
+		t.Fatalf("no request after %s of changes every %s", time.Since(began), delay/3)
+	}
+	if waited := time.Since(began); waited > maxDebounce*delay+200*time.Millisecond {
+		t.Errorf("the request came after %s, want about %s", waited, maxDebounce*delay)
+	}
+}
+
+// TestChangesStopWithTheLastController: the shared watch runs while some controller is
+// registered, and starts again, from a new list, for the next one.
+func TestChangesStopWithTheLastController(t *testing.T) {
+	api := newFakeAPI(t)
+	c := testChanges(api)
+	var resyncs atomic.Int32
+	firstCtx, stopFirst := context.WithCancel(context.Background())
+	secondCtx, stopSecond := context.WithCancel(context.Background())
+	defer stopFirst()
+	defer stopSecond()
+	api.lists <- "1"
+	start(t, firstCtx, c, testConsumer("d-", &resyncs, 0), newQueue(t))
+	queue := newQueue(t)
+	start(t, secondCtx, c, testConsumer("s-", &resyncs, 0), queue)
+	w := api.nextWatch(t, "1")
+	stopFirst()
+	time.Sleep(50 * time.Millisecond)
+	w.Modify(secretMeta("a", "2"))
+	if diff := cmp.Diff([]reconcile.Request{request("s-a")}, nextRequests(t, queue, 1)); diff != "" {
+		t.Errorf("requests after the other controller stopped (-want +got):\n%s", diff)
+	}
+	stopSecond()
+	testWait(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.cancel == nil
+	})
+	if !w.IsStopped() {
+		testWait(t, w.IsStopped)
 	}
 	api.lists <- "7"
-	if err := changes.WaitForSync(ctx); err != nil {
+	third, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := start(t, third, c, testConsumer("c-", &resyncs, 0), newQueue(t))
+	if err := src.WaitForSync(third); err != nil {
 		t.Fatal(err)
 	}
 	api.nextWatch(t, "7")
 }
 
-// TestConfigMapChangesStoppedBeforeItsStartingPoint: a source stopped while every list fails
-// reports the stop from WaitForSync, and its watch goroutine ends rather than leaving a waiter
-// behind.
-func TestConfigMapChangesStoppedBeforeItsStartingPoint(t *testing.T) {
+func testWait(t *testing.T, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestChangesWaitForTheirStartingPoint: a controller's workers start only once the watch knows
+// where it starts, so WaitForSync blocks while the list fails.
+func TestChangesWaitForTheirStartingPoint(t *testing.T) {
 	api := newFakeAPI(t)
-	api.client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewServiceUnavailable("unavailable")
+	failures := 0
+	api.client.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failures < 2 {
+			failures++
+			return true, nil, apierrors.NewGenericServerResponse(http.StatusServiceUnavailable, "list",
+				schema.GroupResource{Resource: "secrets"}, "", "unavailable", 0, true)
+		}
+		return false, nil, nil
 	})
-	changes := newConfigMapChanges(nil, api.client, nil, logr.Discard())
-	changes.retry = wait.Backoff{Duration: 10 * time.Millisecond, Steps: 1}
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer queue.ShutDown()
+	c := testChanges(api)
+	c.retry = wait.Backoff{Duration: 50 * time.Millisecond, Steps: 1}
+	var resyncs atomic.Int32
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := changes.Start(ctx, queue); err != nil {
+	defer cancel()
+	src := start(t, ctx, c, testConsumer("d-", &resyncs, 0), newQueue(t))
+	early, cancelEarly := context.WithTimeout(ctx, 60*time.Millisecond)
+	defer cancelEarly()
+	if err := src.WaitForSync(early); err == nil {
+		t.Fatal("WaitForSync returned while every list failed")
+	}
+	api.lists <- "7"
+	if err := src.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
+	api.nextWatch(t, "7")
+}
+
+// TestChangesStoppedBeforeTheirStartingPoint: a source stopped while every list fails reports
+// the stop from WaitForSync, and the watch stops rather than leave a goroutine behind.
+func TestChangesStoppedBeforeTheirStartingPoint(t *testing.T) {
+	api := newFakeAPI(t)
+	api.client.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("unavailable")
+	})
+	c := testChanges(api)
+	c.retry = wait.Backoff{Duration: 10 * time.Millisecond, Steps: 1}
+	var resyncs atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	src := start(t, ctx, c, testConsumer("d-", &resyncs, 0), newQueue(t))
 	time.Sleep(50 * time.Millisecond)
 	cancel()
-	if err := changes.WaitForSync(ctx); err == nil {
+	if err := src.WaitForSync(ctx); err == nil {
 		t.Error("WaitForSync returned nil for a source stopped before it started watching")
 	}
-	select {
-	case <-changes.allStarted():
-	case <-time.After(5 * time.Second):
-		t.Error("the stopped watch never marked itself done")
-	}
+	testWait(t, func() bool {
+		select {
+		case <-src.synced:
+			return true
+		default:
+			return false
+		}
+	})
 }

@@ -3,187 +3,307 @@ package configmapwatcher
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/metadata"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/indexers"
 	"github.com/example/switchboard/internal/podrefs"
 )
 
-// ControllerName names the controller in the table, in logs and metrics, and is its field
-// manager.
-const ControllerName = "configmapwatcher"
-
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler reconciles opted-in Deployments.
-type Reconciler struct {
+// Settings are the configmapwatcher's flags.
+type Settings struct {
+	// ReloaderAnnotations: honour Stakater Reloader's annotations as well as ours.
+	ReloaderAnnotations bool
+	// Debounce delays the reconcile a ConfigMap or Secret change brings until the workload's
+	// sources have not changed for that long (see debouncer), so that changes made together (a
+	// helm upgrade) roll a workload once. Events of the workloads themselves are not delayed.
+	Debounce time.Duration
+	// DigestKeySecret names the Secret of the digest key, in the manager's namespace.
+	DigestKeySecret types.NamespacedName
+}
+
+// Reconciler rolls opted-in workloads of one kind when the data they use changes.
+type Reconciler[T client.Object] struct {
+	Kind Kind[T]
+	// Client reads the workloads from the cache and applies to them.
 	Client client.Client
-	// APIReader reads ConfigMaps from the API server: the cache holds none.
+	// APIReader reads ConfigMaps and Secrets from the API server: the cache holds none.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
+	// Lister lists the names of a namespace's ConfigMaps or Secrets, for names that count
+	// through a pattern.
+	Lister   Lister
+	Recorder events.EventRecorder
+	// Keys holds the digest key, shared by the controllers of every kind.
+	Keys *DigestKeys
+	// ReloaderAnnotations: honour Reloader's annotations.
+	ReloaderAnnotations bool
 }
 
-// ConfigMapChanges returns the controller's watch of ConfigMaps on mgr over namespaces (none for
-// every namespace): metadata only and uncached (see configMapChanges), mapped to the Deployments
-// through the shared index on the manager's cache.
-func ConfigMapChanges(mgr ctrl.Manager, namespaces []string) (source.Source, error) {
-	configMapClient, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return nil, fmt.Errorf("creating the ConfigMap metadata client: %w", err)
-	}
-	return newConfigMapChanges(mgr.GetClient(), configMapClient, namespaces,
-		mgr.GetLogger().WithValues("controller", ControllerName)), nil
+// Lister lists the names of the ConfigMaps or the Secrets of a namespace.
+type Lister interface {
+	Names(ctx context.Context, kind podrefs.SourceKind, namespace string) ([]string, error)
 }
 
-// OptedIn is a predicate of Deployment events. It lets through the events of Deployments that
-// carry the reload annotation (before or after the change).
-func OptedIn() predicate.Predicate {
-	has := func(obj client.Object) bool {
-		_, ok := obj.GetAnnotations()[v1alpha1.ReloadAnnotation]
-		return ok
-	}
-	return predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return has(e.Object) },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return has(e.ObjectOld) || has(e.ObjectNew) },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(e event.GenericEvent) bool { return has(e.Object) },
-	}
-}
-
-// deploymentsFor maps a ConfigMap to the opted-in Deployments that reload on it, through the
-// shared index on reader, the manager's cache.
-func deploymentsFor(ctx context.Context, reader client.Reader, obj client.Object) []reconcile.Request {
-	var list appsv1.DeploymentList
-	if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingFields{indexers.DeploymentConfigMapsField: obj.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing Deployments by ConfigMap failed")
-		return nil
-	}
-	requests := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return requests
-}
-
-// optedInDeployments lists, from reader (the manager's cache), the requests of every opted-in
-// Deployment of namespace ("" for all) that references a ConfigMap.
-func optedInDeployments(ctx context.Context, reader client.Reader, namespace string) ([]reconcile.Request, error) {
-	var list appsv1.DeploymentList
-	if err := reader.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing Deployments: %w", err)
-	}
-	var requests []reconcile.Request
-	for i := range list.Items {
-		if len(podrefs.ReloadConfigMaps(list.Items[i].Annotations, &list.Items[i].Spec.Template.Spec)) > 0 {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return requests, nil
-}
-
-// Reconcile sets an opted-in Deployment's config hash from the data of the ConfigMaps it uses.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	deployment := &appsv1.Deployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, deployment); err != nil {
+// Reconcile compares what an opted-in workload's record says with the data it uses now, and
+// writes a baseline, rolls it, or does nothing.
+func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := r.Kind.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	names := podrefs.ReloadConfigMaps(deployment.Annotations, &deployment.Spec.Template.Spec)
-	if len(names) == 0 || !deployment.DeletionTimestamp.IsZero() {
+	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
-	configMaps, missing, err := r.readConfigMaps(ctx, deployment.Namespace, names)
+	template := podrefs.PodTemplate(obj)
+	selection, err := podrefs.Select(obj.GetAnnotations(), template.Annotations, r.ReloaderAnnotations)
+	if err != nil {
+		// User data: retrying cannot fix it, and the workload's next change brings it back.
+		r.warnInvalid(ctx, obj, err)
+		return ctrl.Result{}, nil
+	}
+	if !selection.OptedIn() {
+		return ctrl.Result{}, nil
+	}
+	key, err := r.Keys.get(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	observed, missing, err := r.observe(ctx, obj.GetNamespace(), selection, podrefs.References(&template.Spec), key)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(missing) > 0 {
-		// Not an error: retrying cannot help. The ConfigMap's creation triggers a reconcile.
-		r.warnMissing(ctx, deployment, missing)
-		return ctrl.Result{}, nil
+		// Not an error: retrying cannot help. The source's creation brings the workload back.
+		r.warnMissing(ctx, obj, missing)
 	}
-	return ctrl.Result{}, r.applyHash(ctx, deployment, configHash(configMaps))
-}
-
-// readConfigMaps reads the named ConfigMaps from the API server and lists the missing ones.
-func (r *Reconciler) readConfigMaps(ctx context.Context, namespace string, names []string) ([]corev1.ConfigMap, []string, error) {
-	var found []corev1.ConfigMap
-	var missing []string
-	for _, name := range names {
-		var cm corev1.ConfigMap
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &cm)
-		switch {
-		case apierrors.IsNotFound(err):
-			missing = append(missing, name)
-		case err != nil:
-			return nil, nil, fmt.Errorf("reading ConfigMap %s: %w", name, err)
-		default:
-			found = append(found, cm)
+	recorded := parseState(obj.GetAnnotations()[v1alpha1.ConfigStateAnnotation])
+	legacy := noLegacyHash
+	if recorded == nil && template.Annotations[v1alpha1.ConfigHashAnnotation] != "" {
+		if legacy, err = r.checkLegacyHash(ctx, obj, template); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
-	return found, missing, nil
+	d := decide(recorded, observed, legacy)
+	if !d.write {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.write(ctx, obj, template, d, observed, key)
 }
 
-// applyHash writes the hash to the Pod template unless it is already there. The annotation is
-// the only field the configmapwatcher owns, so comparing its value is enough: no need to read
-// the managed fields back (client-go's Extract helpers parse the schema of every built-in kind
-// on first use, a peak that a configmapwatcher-only manager would keep resident; README,
-// Performance, has the figure).
-func (r *Reconciler) applyHash(ctx context.Context, deployment *appsv1.Deployment, hash string) error {
-	previous := deployment.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]
-	if previous == hash {
-		return nil
+// observe reads the sources the workload may roll on and returns the record of those it rolls
+// on, and which of them are missing. Secret data stays in this call.
+func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection podrefs.Selection, refs map[podrefs.Source]podrefs.Use, key *digestKey) (*state, []podrefs.Source, error) {
+	candidates := selection.Candidates(refs)
+	for _, kind := range podrefs.SourceKinds {
+		if !selection.ListsKind(kind) {
+			continue
+		}
+		names, err := r.Lister.Names(ctx, kind, namespace)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing %ss: %w", kind, err)
+		}
+		for _, name := range names {
+			if src := (podrefs.Source{Kind: kind, Name: name}); selection.Matches(src) && !slices.Contains(candidates, src) {
+				candidates = append(candidates, src)
+			}
+		}
 	}
-	desired := appsv1ac.Deployment(deployment.Name, deployment.Namespace).
-		WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().
-			WithAnnotations(map[string]string{v1alpha1.ConfigHashAnnotation: hash})))
-	if err := r.Client.Apply(ctx, desired, client.FieldOwner(ControllerName), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying the config hash to Deployment as %s: %w", ControllerName, err)
+	// Read in parallel: a workload's latency is one read's, not the sum of its sources'.
+	results := make([]readResult, len(candidates))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxParallelReads)
+	for i, src := range candidates {
+		g.Go(func() error {
+			use, referenced := refs[src]
+			if !referenced {
+				use = podrefs.Use{AllKeys: true} // named without being referenced: every key
+			}
+			data, annotations, exists, err := r.read(gctx, namespace, src)
+			if err != nil {
+				return err
+			}
+			results[i] = readResult{tracked: selection.Tracks(src, referenced, annotations, exists), exists: exists}
+			if results[i].tracked && exists {
+				results[i].digests = key.digests(src, data, use)
+			}
+			return nil
+		})
 	}
-	ctrl.LoggerFrom(ctx).Info("Rolled Deployment", "fieldManager", ControllerName, "previousHash", previous, "hash", hash)
-	r.Recorder.Eventf(deployment, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Roll",
-		"Rolled Deployment %s: the data of its ConfigMaps changed", deployment.Name)
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	observed := &state{Version: stateVersion, KeyID: key.id, Sources: map[string]map[string]string{}}
+	var missing []podrefs.Source
+	for i, src := range candidates {
+		switch res := results[i]; {
+		case !res.tracked:
+		case !res.exists:
+			observed.Sources[src.Key()] = nil
+			missing = append(missing, src)
+		default:
+			observed.Sources[src.Key()] = res.digests
+		}
+	}
+	return observed, missing, nil
+}
+
+// maxParallelReads bounds the reads of one reconcile in flight at once.
+const maxParallelReads = 8
+
+// readResult is what observe keeps of one source it read: no data, only digests.
+type readResult struct {
+	tracked, exists bool
+	digests         map[string]string
+}
+
+// read reads a ConfigMap or Secret from the API server.
+func (r *Reconciler[T]) read(ctx context.Context, namespace string, src podrefs.Source) (sourceData, map[string]string, bool, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: src.Name}
+	var err error
+	var data sourceData
+	var obj client.Object
+	switch src.Kind {
+	case podrefs.Secret:
+		secret := &corev1.Secret{}
+		err = r.APIReader.Get(ctx, key, secret)
+		obj, data = secret, sourceData{bytes: secret.Data, bytesField: "data"}
+	default:
+		cm := &corev1.ConfigMap{}
+		err = r.APIReader.Get(ctx, key, cm)
+		obj, data = cm, sourceData{strings: cm.Data, bytes: cm.BinaryData, bytesField: "binaryData"}
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return sourceData{}, nil, false, nil
+	case err != nil:
+		return sourceData{}, nil, false, fmt.Errorf("reading %s: %w", src, err)
+	}
+	return data, obj.GetAnnotations(), true, nil
+}
+
+// checkLegacyHash says whether the config hash a release before records wrote still matches
+// the data of the ConfigMaps it covered. A missing ConfigMap leaves it unknown: no roll.
+func (r *Reconciler[T]) checkLegacyHash(ctx context.Context, obj client.Object, template *corev1.PodTemplateSpec) (legacyHash, error) {
+	var configMaps []corev1.ConfigMap
+	for _, name := range podrefs.LegacyReloadConfigMaps(obj.GetAnnotations(), &template.Spec) {
+		var cm corev1.ConfigMap
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, &cm)
+		switch {
+		case apierrors.IsNotFound(err):
+			return legacyHashCurrent, nil
+		case err != nil:
+			return noLegacyHash, fmt.Errorf("reading ConfigMap %s: %w", name, err)
+		}
+		configMaps = append(configMaps, cm)
+	}
+	if legacyConfigHash(configMaps) == template.Annotations[v1alpha1.ConfigHashAnnotation] {
+		return legacyHashCurrent, nil
+	}
+	return legacyHashStale, nil
+}
+
+// write applies the new record and, when rolling, a new config hash. Without a roll the Pod
+// template's current config hash, if any, is sent as it is: server-side apply removes a field
+// the manager owned and no longer sends, and removing the hash would roll the Pods.
+func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTemplateSpec, d decision, observed *state, key *digestKey) error {
+	previous := template.Annotations[v1alpha1.ConfigHashAnnotation]
+	var templateAnnotations map[string]string
+	hash := previous
+	if d.roll {
+		hash = key.configHash(observed)
+	}
+	if hash != "" {
+		templateAnnotations = map[string]string{v1alpha1.ConfigHashAnnotation: hash}
+	}
+	record := observed.String()
+	desired := r.Kind.apply(obj, map[string]string{v1alpha1.ConfigStateAnnotation: record}, templateAnnotations)
+	if err := r.Client.Apply(ctx, desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying the config record to %s as %s: %w", r.Kind.Name, FieldManager, err)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	switch {
+	case d.roll && d.upgrade:
+		note := "the data of its ConfigMaps differs from the config hash the previous release wrote"
+		log.Info("Rolled "+r.Kind.Name, "changes", []string{note}, "configHash", hash, "previousConfigHash", previous, "fieldManager", FieldManager)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Roll", "Rolled %s %s: %s", r.Kind.Name, obj.GetName(), note)
+	case d.roll:
+		log.Info("Rolled "+r.Kind.Name, "changes", d.changes, "configHash", hash, "previousConfigHash", previous, "fieldManager", FieldManager)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Roll", "Rolled %s %s: %s",
+			r.Kind.Name, obj.GetName(), noteOf(d.changes))
+	case d.keyChanged:
+		log.Info("Recorded config baseline of "+r.Kind.Name+": the digest key changed", "sources", len(observed.Sources), "keyID", key.id, "fieldManager", FieldManager)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonDigestKeyChanged, "Record",
+			"Recorded a new baseline of %s %s without rolling: the config digest key changed (now %s); a change of data made meanwhile is not noticed", r.Kind.Name, obj.GetName(), key.id)
+	default:
+		log.Info("Recorded config baseline of "+r.Kind.Name, "sources", len(observed.Sources), "fieldManager", FieldManager)
+	}
 	return nil
 }
 
-// warnMissing says which referenced ConfigMaps are missing.
-func (r *Reconciler) warnMissing(ctx context.Context, deployment *appsv1.Deployment, missing []string) {
-	msg := fmt.Sprintf("not rolled: ConfigMap %s not found", strings.Join(missing, ", "))
-	ctrl.LoggerFrom(ctx).Info("ConfigMap missing; Deployment not rolled", "configMaps", missing)
-	r.Recorder.Eventf(deployment, nil, corev1.EventTypeWarning, v1alpha1.ReasonConfigMapMissing, "Roll", "%s", msg)
+// maxNote keeps an Event's note under the API server's limit of 1 kB.
+const maxNote = 900
+
+// noteOf joins changes into an Event's note, cut short with how many more when too long.
+func noteOf(changes []string) string {
+	note := ""
+	for i, change := range changes {
+		next := note
+		if i > 0 {
+			next += "; "
+		}
+		next += change
+		if len(next) > maxNote {
+			return fmt.Sprintf("%s; and %d more", note, len(changes)-i)
+		}
+		note = next
+	}
+	return note
 }
 
-// TrimDeployment keeps of a Deployment what this controller reads: its metadata without managed
-// fields and, if it opted in, the Pod template's annotations and the ConfigMap references of its
-// Pod spec. The cache stores Deployments so when this is the only selected controller that
-// watches them: a real Deployment's spec and status are several KiB, of which the controller
-// reads a few names.
-func TrimDeployment(obj any) (any, error) {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return obj, nil
+// warnMissing says which sources the workload uses are missing: one warning Event per kind.
+func (r *Reconciler[T]) warnMissing(ctx context.Context, obj T, missing []podrefs.Source) {
+	names := map[podrefs.SourceKind][]string{}
+	for _, src := range missing {
+		names[src.Kind] = append(names[src.Kind], src.Name)
 	}
-	trimmed := &appsv1.Deployment{TypeMeta: d.TypeMeta, ObjectMeta: d.ObjectMeta}
-	trimmed.ManagedFields = nil
-	if _, optedIn := d.Annotations[v1alpha1.ReloadAnnotation]; optedIn {
-		trimmed.Spec.Template.Annotations = d.Spec.Template.Annotations
-		trimmed.Spec.Template.Spec = podrefs.ConfigMapReferencesOnly(&d.Spec.Template.Spec)
+	ctrl.LoggerFrom(ctx).Info("Sources missing; "+r.Kind.Name+" not rolled", "configMaps", names[podrefs.ConfigMap], "secrets", names[podrefs.Secret])
+	for _, kind := range podrefs.SourceKinds {
+		if len(names[kind]) == 0 {
+			continue
+		}
+		reason := v1alpha1.ReasonConfigMapMissing
+		if kind == podrefs.Secret {
+			reason = v1alpha1.ReasonSecretMissing
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Roll", "not rolled: %s %s not found", kind, strings.Join(names[kind], ", "))
 	}
-	return trimmed, nil
+}
+
+// warnInvalid says which annotation cannot be read.
+func (r *Reconciler[T]) warnInvalid(ctx context.Context, obj T, err error) {
+	ctrl.LoggerFrom(ctx).Info("Reload annotation invalid; "+r.Kind.Name+" not rolled", "reason", err.Error())
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidReloadAnnotation, "Roll", "not rolled: %s", cut(err.Error()))
+}
+
+// cut keeps a note under maxNote.
+func cut(s string) string {
+	s = strings.ReplaceAll(s, "\n", "; ")
+	if len(s) > maxNote {
+		return s[:maxNote] + "..."
+	}
+	return s
 }

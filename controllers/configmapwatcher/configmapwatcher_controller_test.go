@@ -4,42 +4,45 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/internal/testenv"
+	"github.com/example/switchboard/internal/podrefs"
 )
 
-// referenceKinds are the ways a Pod spec can use a ConfigMap, one Deployment each, named after
-// the ConfigMap it uses ("cm-" + kind).
-var referenceKinds = map[string]func(configMap string) corev1.PodSpec{
-	"envfrom": envFrom,
+// referenceKinds are the ways a Pod spec can use a ConfigMap or a Secret, one workload each,
+// named after the source it uses ("cm-" + way, or "secret-" + way).
+var referenceKinds = map[string]func(name string) corev1.PodSpec{
+	"envfrom":        envFrom,
+	"secret-envfrom": secretEnvFrom,
 	"keyref": func(cm string) corev1.PodSpec {
 		return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27",
 			Env: []corev1.EnvVar{{Name: "LEVEL", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Key: "k"}}}}}}}
 	},
+	"secret-keyref": func(s string) corev1.PodSpec {
+		return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27",
+			Env: []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s}, Key: "k"}}}}}}}
+	},
 	"volume": func(cm string) corev1.PodSpec {
-		return corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}},
-			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}},
-		}
+		return corev1.PodSpec{Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}
+	},
+	"secret-volume": func(s string) corev1.PodSpec {
+		return corev1.PodSpec{Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: s}}}}}
 	},
 	"projected": func(cm string) corev1.PodSpec {
-		return corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}},
-			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-				Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
-					LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}}},
-		}
+		return corev1.PodSpec{Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}}}}
 	},
 	"init": func(cm string) corev1.PodSpec {
 		spec := envFrom(cm)
@@ -47,246 +50,390 @@ var referenceKinds = map[string]func(configMap string) corev1.PodSpec{
 		spec.InitContainers[0].Name = "init"
 		return spec
 	},
+	"secret-sidecar": func(s string) corev1.PodSpec {
+		always := corev1.ContainerRestartPolicyAlways
+		spec := secretEnvFrom(s)
+		spec.InitContainers, spec.Containers = spec.Containers, []corev1.Container{{Name: "app", Image: "nginx:1.27"}}
+		spec.InitContainers[0].Name, spec.InitContainers[0].RestartPolicy = "sidecar", &always
+		return spec
+	},
 }
 
-// updateData gives cm new data.
-func updateData(t *testing.T, ns, name, value string) {
+// sourceName is the source a workload of referenceKinds uses.
+func sourceName(way string) string {
+	if strings.HasPrefix(way, "secret-") {
+		return way
+	}
+	return "cm-" + way
+}
+
+// createSource creates the ConfigMap or Secret a workload of referenceKinds uses.
+func createSource(t *testing.T, ns, name string, data map[string]string) {
 	t.Helper()
-	cm := &corev1.ConfigMap{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
-		t.Fatal(err)
+	if strings.HasPrefix(name, "secret-") {
+		create(t, secret(ns, name, data))
+		return
 	}
-	cm.Data = map[string]string{"k": value}
-	if err := env.Client.Update(context.Background(), cm); err != nil {
-		t.Fatal(err)
-	}
+	create(t, configMap(ns, name, data))
 }
 
-// TestDataChangeRollsExactlyTheDeploymentsThatUseIt changes the data of each ConfigMap in
-// turn and checks which Deployments got a new config hash. A sentinel ConfigMap changed after
-// each one marks when the controller has seen the change: its Deployment rolling proves that
-// the events before it were handled.
-func TestDataChangeRollsExactlyTheDeploymentsThatUseIt(t *testing.T) {
-	env.StartManager(t, "--controllers=configmapwatcher")
-	ns := env.Namespace(t, "cmw-")
-	for kind, spec := range referenceKinds {
-		create(t, configMap(ns, "cm-"+kind, map[string]string{"k": "v1"}), deployment(ns, kind, "true", spec("cm-"+kind)))
+// updateSource gives the ConfigMap or Secret new data.
+func updateSource(t *testing.T, ns, name string, data map[string]string) {
+	t.Helper()
+	if strings.HasPrefix(name, "secret-") {
+		updateSecret(t, ns, name, data)
+		return
 	}
-	// "listed" reloads on the ConfigMaps its annotation names, whether or not its Pod spec
-	// uses them, and not on the one it uses but does not name.
-	listed := deployment(ns, "listed", " cm-listed-a, cm-listed-b", referenceKinds["volume"]("cm-listed-a"))
-	listed.Spec.Template.Spec.Containers[0].EnvFrom = envFrom("cm-unlisted").Containers[0].EnvFrom
-	// "optout" uses every ConfigMap but carries no annotation.
-	optout := deployment(ns, "optout", "", envFrom("cm-envfrom"))
-	optout.Spec.Template.Spec.Volumes = listed.Spec.Template.Spec.Volumes
-	// "both" uses two ConfigMaps that other Deployments use too.
-	both := deployment(ns, "both", "true", referenceKinds["keyref"]("cm-keyref"))
-	both.Spec.Template.Spec.Volumes = referenceKinds["projected"]("cm-projected").Volumes
-	create(t, listed, optout, both, deployment(ns, "sentinel", "true", envFrom("cm-sentinel")))
-	for _, name := range []string{"cm-listed-a", "cm-listed-b", "cm-unlisted", "cm-sentinel"} {
-		create(t, configMap(ns, name, map[string]string{"k": "v1"}))
-	}
-	optedIn := []string{"envfrom", "keyref", "volume", "projected", "init", "listed", "both", "sentinel"}
-	before := waitHashed(t, ns, nil, optedIn...)
+	updateConfigMap(t, ns, name, data)
+}
 
-	for i, tc := range []struct {
-		configMap string
-		want      []string // Deployments that roll
-	}{
-		{"cm-envfrom", []string{"envfrom"}},
-		{"cm-keyref", []string{"both", "keyref"}},
-		{"cm-volume", []string{"volume"}},
-		{"cm-projected", []string{"both", "projected"}},
-		{"cm-init", []string{"init"}},
-		{"cm-listed-a", []string{"listed"}},
-		{"cm-listed-b", []string{"listed"}},
-		{"cm-unlisted", nil},
-	} {
-		t.Run(tc.configMap, func(t *testing.T) {
-			updateData(t, ns, tc.configMap, fmt.Sprintf("v%d", i+2))
-			updateData(t, ns, "cm-sentinel", fmt.Sprintf("v%d", i+2))
-			since := reconcileTotal(t)
-			waitHashed(t, ns, before, "sentinel")
-			settle(t, since, 0)
-			after := hashes(t, ns)
-			var rolled []string
-			for name, hash := range after {
-				if hash != before[name] && name != "sentinel" {
-					rolled = append(rolled, name)
-				}
+// TestFirstSightRollsNothing: installing the manager over opted-in workloads, and creating an
+// opted-in workload while it runs, record a baseline on the workload's metadata and touch no
+// Pod template: generations stay, no config hash.
+func TestFirstSightRollsNothing(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		create(t, configMap(ns, "settings", map[string]string{"k": "v1"}), secret(ns, "db", map[string]string{"password": "p1"}))
+		spec := envFrom("settings")
+		spec.Containers[0].EnvFrom = append(spec.Containers[0].EnvFrom, secretEnvFrom("db").Containers[0].EnvFrom...)
+		create(t, k.workload(ns, "installed", "true", spec))
+		counter := k.countRolls(t, ns)
+
+		env.StartManager(t, "--controllers=configmapwatcher")
+		create(t, k.workload(ns, "created", "true", spec))
+		k.waitRecorded(t, ns, "installed", "created")
+		settle(t, reconcileTotal(t), 0)
+		after := k.states(t, ns)
+		for _, name := range []string{"installed", "created"} {
+			if after[name].Hash != "" {
+				t.Errorf("%s %s after first sight: config hash %q, want none", k.name, name, after[name].Hash)
 			}
-			slices.Sort(rolled)
-			if diff := cmp.Diff(tc.want, rolled); diff != "" {
-				t.Errorf("rolled Deployments (-want +got):\n%s", diff)
-			}
-			before = after
-		})
-	}
-	if before["optout"] != "" {
-		t.Errorf("the Deployment without the annotation got a config hash %q", before["optout"])
-	}
-}
-
-// TestUnchangedHashWritesNothing makes the controller reconcile converged Deployments over and
-// over (ConfigMap label and annotation changes, and a one-second periodic resync) and counts the writes to Deployments the API server served.
-func TestUnchangedHashWritesNothing(t *testing.T) {
-	env.StartManager(t, "--controllers=configmapwatcher", "--resync-interval=1s")
-	ctx := context.Background()
-	ns := env.Namespace(t, "cmw-")
-	cm := configMap(ns, "settings", map[string]string{"k": "v1"})
-	create(t, cm, deployment(ns, "web", "true", envFrom("settings")), deployment(ns, "api", "settings", envFrom("other")))
-	waitHashed(t, ns, nil, "web", "api")
-	settle(t, reconcileTotal(t), 0)
-	versions := resourceVersions(t, ns)
-	writes := deploymentWrites(t)
-	since := reconcileTotal(t)
-
-	cm.Labels = map[string]string{"team": "blue"}
-	if err := env.Client.Update(ctx, cm); err != nil {
-		t.Fatal(err)
-	}
-	cm.Annotations = map[string]string{"note": "hello"}
-	if err := env.Client.Update(ctx, cm); err != nil {
-		t.Fatal(err)
-	}
-	// Two resyncs reconcile both Deployments at least twice more.
-	time.Sleep(2500 * time.Millisecond)
-	settle(t, since, 4)
-
-	if got := deploymentWrites(t) - writes; got != 0 {
-		t.Errorf("the API server served %v writes to Deployments, want 0", got)
-	}
-	if diff := cmp.Diff(versions, resourceVersions(t, ns)); diff != "" {
-		t.Errorf("Deployment resourceVersions (-before +after):\n%s", diff)
-	}
-}
-
-// TestMissingConfigMap checks that a Deployment whose ConfigMap is missing is not rolled, that
-// a warning Event says so, and that it rolls once when the ConfigMap comes back.
-func TestMissingConfigMap(t *testing.T) {
-	env.StartManager(t, "--controllers=configmapwatcher")
-	ctx := context.Background()
-	ns := env.Namespace(t, "cmw-")
-	create(t, deployment(ns, "early", "true", envFrom("later")),
-		configMap(ns, "settings", map[string]string{"k": "v1"}), deployment(ns, "web", "true", envFrom("settings")))
-	waitWarning(t, ns, "early", "not rolled: ConfigMap later not found")
-	hashed := waitHashed(t, ns, nil, "web")
-	settle(t, reconcileTotal(t), 0)
-	if hashed["early"] != "" {
-		t.Errorf("Deployment early got config hash %q while its ConfigMap is missing", hashed["early"])
-	}
-
-	// The ConfigMap appears: the Deployment rolls once.
-	generation := generationOf(t, ns, "early")
-	create(t, configMap(ns, "later", map[string]string{"k": "v1"}))
-	hashed = waitHashed(t, ns, hashed, "early")
-	settle(t, reconcileTotal(t), 0)
-	if got := generationOf(t, ns, "early"); got != generation+1 {
-		t.Errorf("generation went from %d to %d, want one roll", generation, got)
-	}
-
-	// A used ConfigMap is deleted: no roll, a warning.
-	if err := env.Client.Delete(ctx, configMap(ns, "settings", nil)); err != nil {
-		t.Fatal(err)
-	}
-	waitWarning(t, ns, "web", "not rolled: ConfigMap settings not found")
-	settle(t, reconcileTotal(t), 0)
-	if diff := cmp.Diff(hashed, hashes(t, ns)); diff != "" {
-		t.Errorf("config hashes after the ConfigMap was deleted (-want +got):\n%s", diff)
-	}
-
-	// It comes back with the same data: nothing to roll.
-	versions := resourceVersions(t, ns)
-	since := reconcileTotal(t)
-	create(t, configMap(ns, "settings", map[string]string{"k": "v1"}))
-	settle(t, since, 1)
-	if diff := cmp.Diff(versions, resourceVersions(t, ns)); diff != "" {
-		t.Errorf("Deployments written after the ConfigMap came back unchanged (-before +after):\n%s", diff)
-	}
-
-	// Deleted again, and back with other data: one roll.
-	if err := env.Client.Delete(ctx, configMap(ns, "settings", nil)); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, since+1, 1)
-	generation = generationOf(t, ns, "web")
-	create(t, configMap(ns, "settings", map[string]string{"k": "v2"}))
-	waitHashed(t, ns, hashed, "web")
-	settle(t, reconcileTotal(t), 0)
-	if got := generationOf(t, ns, "web"); got != generation+1 {
-		t.Errorf("generation went from %d to %d, want one roll", generation, got)
-	}
-}
-
-func generationOf(t *testing.T, ns, name string) int64 {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-		t.Fatal(err)
-	}
-	return d.Generation
-}
-
-// waitWarning waits for a warning Event about the Deployment ns/name with the given note.
-func waitWarning(t *testing.T, ns, name, note string) {
-	t.Helper()
-	testenv.Eventually(t, timeout, func() error {
-		var list eventsv1.EventList
-		if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.ReasonConfigMapMissing &&
-				e.Regarding.Kind == "Deployment" && e.Regarding.Name == name && e.Note == note {
-				return nil
+			if !strings.Contains(after[name].Record, `"ConfigMap/settings":{"k":`) || !strings.Contains(after[name].Record, `"Secret/db":{"password":`) {
+				t.Errorf("%s %s: record %s does not hold both sources' keys", k.name, name, after[name].Record)
 			}
 		}
-		return fmt.Errorf("no %s warning %q about Deployment %s among %d Events", v1alpha1.ReasonConfigMapMissing, note, name, len(list.Items))
+		if got := counter.take(t, k, ns); len(got) > 0 {
+			t.Errorf("rolls at first sight: %v, want none", got)
+		}
 	})
 }
 
-// TestRestartRollsOnlyWhatChangedWhileDown stops the manager, changes one ConfigMap's data and
-// another's labels, and starts a new manager: only the Deployment of the first rolls, and the
-// API server serves exactly that one write to Deployments.
-func TestRestartRollsOnlyWhatChangedWhileDown(t *testing.T) {
-	first := env.StartManager(t, "--controllers=configmapwatcher")
-	ctx := context.Background()
-	ns := env.Namespace(t, "cmw-")
-	for _, name := range []string{"a", "b", "c"} {
-		create(t, configMap(ns, "cm-"+name, map[string]string{"k": "v1"}), deployment(ns, name, "true", envFrom("cm-"+name)))
-	}
-	create(t, deployment(ns, "plain", "", envFrom("cm-a")))
-	before := waitHashed(t, ns, nil, "a", "b", "c")
-	settle(t, reconcileTotal(t), 0)
-	first.Stop()
-
-	updateData(t, ns, "cm-a", "v2")
-	cmB := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cm-b"}, cmB); err != nil {
-		t.Fatal(err)
-	}
-	cmB.Labels = map[string]string{"changed": "labels-only"}
-	if err := env.Client.Update(ctx, cmB); err != nil {
-		t.Fatal(err)
-	}
-	versions := resourceVersions(t, ns)
-	writes := deploymentWrites(t)
-	since := reconcileTotal(t)
-
+// TestDataChangeRollsExactlyTheWorkloadsThatUseIt changes the data of each source in turn and
+// checks which workloads rolled. A sentinel ConfigMap changed after each one marks when the
+// controller has seen the change: its workload rolling proves that the events before it were
+// handled.
+func TestDataChangeRollsExactlyTheWorkloadsThatUseIt(t *testing.T) {
 	env.StartManager(t, "--controllers=configmapwatcher")
-	after := waitHashed(t, ns, before, "a")
-	settle(t, since, 3)
-	if got := deploymentWrites(t) - writes; got != 1 {
-		t.Errorf("the API server served %v writes to Deployments after the restart, want 1", got)
-	}
-	delete(versions, "a")
-	now := resourceVersions(t, ns)
-	delete(now, "a")
-	if diff := cmp.Diff(versions, now); diff != "" {
-		t.Errorf("Deployments other than a written after the restart (-before +after):\n%s", diff)
-	}
-	before["a"] = after["a"]
-	if diff := cmp.Diff(before, hashes(t, ns)); diff != "" {
-		t.Errorf("config hashes (-want +got):\n%s", diff)
-	}
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		// Sources first: a source created after its workload rolls it once.
+		for _, name := range []string{"cm-listed-a", "secret-listed-b", "cm-unlisted", "cm-sentinel"} {
+			createSource(t, ns, name, map[string]string{"k": "v1"})
+		}
+		for way, spec := range referenceKinds {
+			createSource(t, ns, sourceName(way), map[string]string{"k": "v1"})
+			create(t, k.workload(ns, way, "true", spec(sourceName(way))))
+		}
+		// "listed" rolls on the sources its annotation names, whether or not its Pod spec uses
+		// them, and not on the one it uses but does not name.
+		listed := k.workload(ns, "listed", " cm-listed-a, secret/secret-listed-b", referenceKinds["volume"]("cm-listed-a"))
+		listedTemplate := podrefs.PodTemplate(listed)
+		listedTemplate.Spec.Containers[0].EnvFrom = envFrom("cm-unlisted").Containers[0].EnvFrom
+		// "optout" uses sources but carries no annotation.
+		optout := k.workload(ns, "optout", "", envFrom("cm-envfrom"))
+		// "both" uses a ConfigMap and a Secret that other workloads use too.
+		bothSpec := referenceKinds["keyref"]("cm-keyref")
+		bothSpec.Volumes = referenceKinds["secret-volume"]("secret-volume").Volumes
+		create(t, listed, optout, k.workload(ns, "both", "true", bothSpec), k.workload(ns, "sentinel", "true", envFrom("cm-sentinel")))
+		optedIn := []string{"listed", "both", "sentinel"}
+		for way := range referenceKinds {
+			optedIn = append(optedIn, way)
+		}
+		before := k.waitRecorded(t, ns, optedIn...)
+		counter := k.countRolls(t, ns)
+
+		for i, tc := range []struct {
+			source string
+			want   []string // workloads that roll
+		}{
+			{"cm-envfrom", []string{"envfrom"}},
+			{"secret-envfrom", []string{"secret-envfrom"}},
+			{"cm-keyref", []string{"both", "keyref"}},
+			{"secret-keyref", []string{"secret-keyref"}},
+			{"cm-volume", []string{"volume"}},
+			{"secret-volume", []string{"both", "secret-volume"}},
+			{"cm-projected", []string{"projected"}},
+			{"cm-init", []string{"init"}},
+			{"secret-sidecar", []string{"secret-sidecar"}},
+			{"cm-listed-a", []string{"listed"}},
+			{"secret-listed-b", []string{"listed"}},
+			{"cm-unlisted", nil},
+		} {
+			t.Run(tc.source, func(t *testing.T) {
+				updateSource(t, ns, tc.source, map[string]string{"k": fmt.Sprintf("v%d", i+2)})
+				updateConfigMap(t, ns, "cm-sentinel", map[string]string{"k": fmt.Sprintf("v%d", i+2)})
+				since := reconcileTotal(t)
+				k.waitRolled(t, ns, before, "sentinel")
+				settle(t, since, 0)
+				after := k.states(t, ns)
+				var rolled []string
+				for name, n := range counter.take(t, k, ns) {
+					if name != "sentinel" {
+						rolled = append(rolled, name)
+					}
+					if n != 1 {
+						t.Errorf("%s %s rolled %d times, want once", k.name, name, n)
+					}
+				}
+				slices.Sort(rolled)
+				if diff := cmp.Diff(tc.want, rolled); diff != "" {
+					t.Errorf("rolled workloads (-want +got):\n%s", diff)
+				}
+				for _, name := range tc.want {
+					kind := "ConfigMap"
+					if strings.HasPrefix(tc.source, "secret-") {
+						kind = "Secret"
+					}
+					k.waitEvent(t, ns, name, v1alpha1.ReasonConfigChanged, kind+" "+tc.source+": k changed")
+				}
+				before = after
+			})
+		}
+		if before["optout"].Record != "" || before["optout"].Hash != "" {
+			t.Errorf("the workload without the annotation got a record %q or a config hash %q", before["optout"].Record, before["optout"].Hash)
+		}
+	})
+}
+
+// TestPerKey: a workload that takes keys by name rolls only when those keys change; the Event
+// names the keys.
+func TestPerKey(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		create(t, configMap(ns, "app", map[string]string{"a": "1", "b": "1"}), secret(ns, "tls", map[string]string{"tls.crt": "c1", "tls.key": "k1", "ca.crt": "ca1"}))
+		spec := referenceKinds["keyref"]("app")
+		spec.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Key = "a"
+		spec.Volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls",
+			Items: []corev1.KeyToPath{{Key: "tls.crt", Path: "crt"}, {Key: "tls.key", Path: "key"}}}}}}
+		create(t, k.workload(ns, "web", "true", spec), k.workload(ns, "sentinel", "true", envFrom("app")))
+		before := k.waitRecorded(t, ns, "web", "sentinel")
+
+		// Keys the workload does not take: the sentinel (envFrom, every key) rolls, web does not.
+		updateConfigMap(t, ns, "app", map[string]string{"a": "1", "b": "2"})
+		before = k.waitRolled(t, ns, before, "sentinel")
+		updateSecret(t, ns, "tls", map[string]string{"tls.crt": "c1", "tls.key": "k1", "ca.crt": "ca2"})
+		updateConfigMap(t, ns, "app", map[string]string{"a": "1", "b": "3"})
+		since := reconcileTotal(t)
+		after := k.waitRolled(t, ns, before, "sentinel")
+		settle(t, since, 0)
+		if after["web"] != before["web"] {
+			t.Errorf("%s web written after changes of keys it does not take: %+v, was %+v", k.name, after["web"], before["web"])
+		}
+
+		// A key it takes: one roll, and the Event says which.
+		updateSecret(t, ns, "tls", map[string]string{"tls.crt": "c2", "tls.key": "k1", "ca.crt": "ca2"})
+		after = k.waitRolled(t, ns, before, "web")
+		k.waitEvent(t, ns, "web", v1alpha1.ReasonConfigChanged, "Secret tls: tls.crt changed")
+		updateConfigMap(t, ns, "app", map[string]string{"a": "2", "b": "3"})
+		k.waitRolled(t, ns, after, "web")
+		k.waitEvent(t, ns, "web", v1alpha1.ReasonConfigChanged, "ConfigMap app: a changed")
+	})
+}
+
+// TestUnchangedDataWritesNothing makes the controllers reconcile converged workloads over and
+// over (source label and annotation changes, and a one-second periodic resync) and counts the
+// writes the API server served.
+func TestUnchangedDataWritesNothing(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher", "--resync-interval=1s")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		ctx := context.Background()
+		cm := configMap(ns, "settings", map[string]string{"k": "v1"})
+		s := secret(ns, "db", map[string]string{"password": "p"})
+		create(t, cm, s, k.workload(ns, "web", "true", envFrom("settings")), k.workload(ns, "api", "secret/db", envFrom("other")))
+		k.waitRecorded(t, ns, "web", "api")
+		settle(t, reconcileTotal(t), 0)
+		before := k.states(t, ns)
+		writes := k.writes(t)
+		since := reconcileTotal(t)
+
+		cm.Labels = map[string]string{"team": "blue"}
+		if err := env.Client.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		s.Annotations = map[string]string{"note": "hello"}
+		if err := env.Client.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		// Two resyncs reconcile both workloads at least twice more.
+		time.Sleep(2500 * time.Millisecond)
+		settle(t, since, 4)
+		if got := k.writes(t) - writes; got != 0 {
+			t.Errorf("the API server served %v writes to %s, want 0", got, k.resource)
+		}
+		if diff := cmp.Diff(before, k.states(t, ns)); diff != "" {
+			t.Errorf("%s states (-before +after):\n%s", k.name, diff)
+		}
+	})
+}
+
+// TestBurstRollsOnce changes two ConfigMaps and a Secret of one workload one right after the
+// other, as a helm upgrade does: one roll, whose Event names all three. The debounce delay is
+// long here so that a slow test machine cannot split the burst; the benchmark measures the
+// default.
+func TestBurstRollsOnce(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher", "--reload-debounce=1s")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		create(t, configMap(ns, "app", map[string]string{"k": "1"}), configMap(ns, "flags", map[string]string{"k": "1"}),
+			secret(ns, "db", map[string]string{"k": "1"}))
+		spec := envFrom("app")
+		spec.Containers[0].EnvFrom = append(spec.Containers[0].EnvFrom, envFrom("flags").Containers[0].EnvFrom...)
+		spec.Containers[0].EnvFrom = append(spec.Containers[0].EnvFrom, secretEnvFrom("db").Containers[0].EnvFrom...)
+		create(t, k.workload(ns, "web", "true", spec))
+		before := k.waitRecorded(t, ns, "web")
+		counter := k.countRolls(t, ns)
+		since := reconcileTotal(t)
+
+		updateConfigMap(t, ns, "app", map[string]string{"k": "2"})
+		updateConfigMap(t, ns, "flags", map[string]string{"k": "2"})
+		updateSecret(t, ns, "db", map[string]string{"k": "2"})
+		k.waitRolled(t, ns, before, "web")
+		settle(t, since, 1)
+		if diff := cmp.Diff(map[string]int{"web": 1}, counter.take(t, k, ns)); diff != "" {
+			t.Errorf("rolls (-want +got):\n%s", diff)
+		}
+		k.waitEvent(t, ns, "web", v1alpha1.ReasonConfigChanged, "ConfigMap app: k changed", "ConfigMap flags: k changed", "Secret db: k changed")
+	})
+}
+
+// TestMissingSources: a workload whose source is missing at first sight records it as missing
+// (a warning says so) and rolls once when it is created; a source deleted later gives a
+// warning, no roll and an untouched record; re-created with the same data it rolls nothing,
+// with other data once.
+func TestMissingSources(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		ctx := context.Background()
+		create(t, k.workload(ns, "early", "true", envFrom("later")),
+			secret(ns, "db", map[string]string{"password": "p1"}), k.workload(ns, "web", "true", secretEnvFrom("db")))
+		k.waitEvent(t, ns, "early", v1alpha1.ReasonConfigMapMissing, "not rolled: ConfigMap later not found")
+		before := k.waitRecorded(t, ns, "early", "web")
+		counter := k.countRolls(t, ns)
+		if !strings.Contains(before["early"].Record, `"ConfigMap/later":null`) {
+			t.Errorf("record of early %s: want the ConfigMap recorded as missing", before["early"].Record)
+		}
+
+		// The ConfigMap appears: one roll.
+		create(t, configMap(ns, "later", map[string]string{"k": "v1"}))
+		since := reconcileTotal(t)
+		after := k.waitRolled(t, ns, before, "early")
+		settle(t, since, 0)
+		if diff := cmp.Diff(map[string]int{"early": 1}, counter.take(t, k, ns)); diff != "" {
+			t.Errorf("rolls after the ConfigMap's creation (-want +got):\n%s", diff)
+		}
+		k.waitEvent(t, ns, "early", v1alpha1.ReasonConfigChanged, "ConfigMap later: created")
+
+		// A used Secret is deleted: no roll, a warning, the record untouched.
+		if err := env.Client.Delete(ctx, secret(ns, "db", nil)); err != nil {
+			t.Fatal(err)
+		}
+		k.waitEvent(t, ns, "web", v1alpha1.ReasonSecretMissing, "not rolled: Secret db not found")
+		settle(t, reconcileTotal(t), 0)
+		if diff := cmp.Diff(after, k.states(t, ns)); diff != "" {
+			t.Errorf("states after the Secret was deleted (-want +got):\n%s", diff)
+		}
+
+		// It comes back with the same data: nothing to roll nor write.
+		since = reconcileTotal(t)
+		create(t, secret(ns, "db", map[string]string{"password": "p1"}))
+		settle(t, since, 1)
+		if diff := cmp.Diff(after, k.states(t, ns)); diff != "" {
+			t.Errorf("states after the Secret came back unchanged (-want +got):\n%s", diff)
+		}
+
+		// Deleted again, and back with other data: one roll.
+		if err := env.Client.Delete(ctx, secret(ns, "db", nil)); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, since+1, 1)
+		create(t, secret(ns, "db", map[string]string{"password": "p2"}))
+		since = reconcileTotal(t)
+		k.waitRolled(t, ns, after, "web")
+		settle(t, since, 0)
+		if diff := cmp.Diff(map[string]int{"web": 1}, counter.take(t, k, ns)); diff != "" {
+			t.Errorf("rolls after the Secret came back with other data (-want +got):\n%s", diff)
+		}
+		k.waitEvent(t, ns, "web", v1alpha1.ReasonConfigChanged, "Secret db: password changed")
+	})
+}
+
+// TestRestartRollsOnlyWhatChangedWhileDown stops the manager, changes one source's data and
+// another's labels, and starts a new manager: only the workload of the first rolls, and the API
+// server serves exactly that one write to the kind.
+func TestRestartRollsOnlyWhatChangedWhileDown(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		ctx := context.Background()
+		first := env.StartManager(t, "--controllers=configmapwatcher")
+		create(t, configMap(ns, "cm-a", map[string]string{"k": "v1"}), k.workload(ns, "a", "true", envFrom("cm-a")),
+			secret(ns, "secret-b", map[string]string{"k": "v1"}), k.workload(ns, "b", "true", secretEnvFrom("secret-b")),
+			configMap(ns, "cm-c", map[string]string{"k": "v1"}), k.workload(ns, "c", "true", envFrom("cm-c")),
+			k.workload(ns, "plain", "", envFrom("cm-a")))
+		k.waitRecorded(t, ns, "a", "b", "c")
+		settle(t, reconcileTotal(t), 0)
+		first.Stop()
+
+		updateConfigMap(t, ns, "cm-a", map[string]string{"k": "v2"})
+		b := &corev1.Secret{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "secret-b"}, b); err != nil {
+			t.Fatal(err)
+		}
+		b.Labels = map[string]string{"changed": "labels-only"}
+		if err := env.Client.Update(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		before := k.states(t, ns)
+		counter := k.countRolls(t, ns)
+		writes := k.writes(t)
+		since := reconcileTotal(t)
+
+		env.StartManager(t, "--controllers=configmapwatcher")
+		k.waitRolled(t, ns, before, "a")
+		settle(t, since, 3)
+		if got := k.writes(t) - writes; got != 1 {
+			t.Errorf("the API server served %v writes to %s after the restart, want 1", got, k.resource)
+		}
+		if diff := cmp.Diff(map[string]int{"a": 1}, counter.take(t, k, ns)); diff != "" {
+			t.Errorf("rolls after the restart (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestInvalidAnnotation: an annotation that cannot be read gives a warning Event naming it,
+// writes nothing and is not retried in a loop; fixed, the workload gets its baseline.
+func TestInvalidAnnotation(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		create(t, configMap(ns, "settings", map[string]string{"k": "v1"}))
+		ours := k.workload(ns, "ours", "settings,pod/x", envFrom("settings"))
+		theirs := k.workload(ns, "theirs", "", secretEnvFrom("db"))
+		theirs.SetAnnotations(map[string]string{v1alpha1.ReloaderSecretReloadAnnotation: "db-[0-9"})
+		// The manager reconciles the workloads of the earlier tests first.
+		settle(t, reconcileTotal(t), 0)
+		since := reconcileTotal(t)
+		create(t, ours, theirs)
+		k.waitEvent(t, ns, "ours", v1alpha1.ReasonInvalidReloadAnnotation, v1alpha1.ReloadAnnotation, `"pod/x"`)
+		k.waitEvent(t, ns, "theirs", v1alpha1.ReasonInvalidReloadAnnotation, v1alpha1.ReloaderSecretReloadAnnotation, "on the workload", `"db-[0-9"`)
+		time.Sleep(2 * time.Second)
+		settle(t, since, 2)
+		if n := reconcileTotal(t) - since; n > 6 {
+			t.Errorf("%v reconciles of two workloads with invalid annotations in 2 s: a retry loop", n)
+		}
+		for name, s := range k.states(t, ns) {
+			if s.Record != "" || s.Hash != "" {
+				t.Errorf("%s %s written despite its invalid annotation: %+v", k.name, name, s)
+			}
+		}
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"`+v1alpha1.ReloadAnnotation+`":"settings"}}}`))
+		if err := env.Client.Patch(context.Background(), ours, patch); err != nil {
+			t.Fatal(err)
+		}
+		k.waitRecorded(t, ns, "ours")
+	})
 }

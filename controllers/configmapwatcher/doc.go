@@ -1,33 +1,69 @@
-// Package configmapwatcher is the configmapwatcher controller: it rolls the Deployments that use
-// a ConfigMap when that ConfigMap's data changes.
+// Package configmapwatcher is the configmapwatcher: four controllers, one per workload kind
+// (Deployments, StatefulSets, DaemonSets, CronJobs), that roll a workload when the data of a
+// ConfigMap or Secret it uses changes. They are one group in the controller table, "configmapwatcher",
+// built from one generic Reconciler over a small per-kind adapter (Kind).
 //
-// Primary kind: Deployment, only those opted in with the app.example.com/reload annotation
-// ("true" for every ConfigMap the Pod template references, or a comma-separated list of names).
-// Watches: ConfigMaps, metadata only and uncached, mapped to the Deployments that reload on them
-// through the shared index indexers.DeploymentByConfigMap. The controller keeps nothing of any
-// ConfigMap: the watch (configMapChanges) stores nothing, and the data of the few ConfigMaps a
-// Deployment uses is read from the API server when that Deployment is reconciled. Memory does
-// not grow with the number of ConfigMaps in the cluster. When no other selected controller
-// watches Deployments, the cache keeps of each only what this controller reads (TrimDeployment):
-// metadata, the Pod template's annotations and the ConfigMap references.
+// Primary kind: the workload, only those opted in: with app.example.com/reload ("true" for
+// every ConfigMap and Secret the Pod template references, or a list of names, Secrets written
+// "secret/NAME"), or, unless --reloader-annotations=false, with Stakater Reloader's annotations,
+// read as Reloader reads them (package podrefs says how). A CronJob's Pod template is its job
+// template's: the next Job runs with the new configuration, and no Job runs early.
 //
-// Writes: server-side apply under the field manager "configmapwatcher", owning only the Pod
-// template annotation app.example.com/config-hash, a hash of the referenced ConfigMaps' data
-// (sorted keys, data and binaryData). A new hash rolls the Pods; an equal hash writes nothing.
-// Because the hash lives on the Deployment, a restarted manager rolls exactly the Deployments
-// whose ConfigMaps changed while it was down, and a label-only change of a ConfigMap rolls
-// nothing. Opting a Deployment in writes the first hash, which rolls it once.
+// Watches: ConfigMaps and Secrets, metadata only and uncached, one watch per kind of source and
+// namespace shared by the four controllers (changes, created once by the table through
+// Shared), mapped to each controller's workloads through the shared index of sources
+// (indexers.WorkloadSourcesField). A change queues the workloads once their sources have not
+// changed for --reload-debounce (a quiet period, restarted by each change, at most ten delays
+// long): changes made together (a helm upgrade) are read by one reconcile and roll once. The
+// workloads' own events are not delayed. A reconcile reads a workload's sources in parallel.
+// The controllers keep nothing of any ConfigMap or Secret: the data of the few a workload uses
+// is read from the API server when that workload is reconciled, and only keyed digests of it
+// outlive the reconcile. Memory does not grow with the number of ConfigMaps and Secrets. When
+// no other selected controller watches a workload kind, the cache keeps of each workload only
+// what this controller reads (Kind.Trim).
 //
-// A referenced ConfigMap that does not exist stops the roll: the Deployment keeps its hash, and
-// a warning Event and a log line say which ConfigMap is missing. When the ConfigMap comes back,
-// the Deployment rolls once if the data differs from what the hash says.
+// The record: the workload's own metadata carries app.example.com/config-state, per source
+// and per key the workload uses (all of them for envFrom or a volume without items, the named
+// ones for key references and items) a short HMAC-SHA256 digest under a key only the manager
+// reads (DigestKeys: a Secret of the manager's namespace, created with random bytes when
+// missing), and that key's id. Writing the record does not roll the Pods. The Pod template's
+// app.example.com/config-hash, a digest of the record, is written only when the data changed
+// since the record: that rolls the Pods. So:
+//   - the first sight of a workload (at install, or when it is created opted in) records a
+//     baseline and rolls nothing;
+//   - a workload a release before the record rolled carries a config hash of that release's
+//     format and no record: if the hash still matches the data, it gets a baseline without a
+//     roll, otherwise it rolls once;
+//   - a restart or a leader change rolls exactly the workloads whose data changed meanwhile,
+//     and a label-only change of a source rolls nothing;
+//   - a change of keys the workload does not take rolls nothing;
+//   - sources added to or dropped from what the workload uses are recorded without a roll;
+//   - a record made with another digest key is replaced by a baseline, without a roll, and an
+//     Event says so;
+//   - an equal record writes nothing.
 //
-// Events from channel sources (the periodic resync, the HTTP trigger) bypass the For predicate:
-// controller-runtime applies no predicate to a raw source, and such an event carries only a
-// namespace and a name. Reconcile therefore checks the opt-in itself: a trigger for a
-// Deployment that did not opt in reconciles it and changes nothing.
+// Writes: server-side apply under the field manager "configmapwatcher", owning only the
+// record and the config hash. An apply that does not roll sends the current config hash, if
+// any, as it is: an owned field left out of an apply is removed, and removing the hash would
+// roll the Pods.
 //
-// BenchmarkMemoryAndLatency measures the manager process with this controller alone at 2,000 and
-// 10,000 ConfigMaps (resident memory, Go heap, and the latency from a ConfigMap update to the
-// Pod template change).
+// A source the record holds that is missing now stops everything: a warning Event, no roll,
+// the record untouched; when it comes back, the workload rolls once if the data differs from
+// the record. A source missing at first sight is recorded as missing, so that its creation
+// rolls once. An annotation that cannot be read gives a warning Event that names it, and
+// nothing else: no error, so no retry loop; the workload's next change brings it back.
+//
+// Every roll says why: its Event names each source and key that changed ("ConfigMap
+// app-config: LOG_LEVEL changed"), and so does its log line ("Rolled Deployment", key
+// "changes"), which `manager logs trace` shows.
+//
+// Events from channel sources (the periodic resync, the HTTP trigger) bypass the For
+// predicate: controller-runtime applies no predicate to a raw source, and such an event
+// carries only a namespace and a name. Reconcile therefore checks the opt-in itself: a
+// trigger for a workload that did not opt in reconciles it and changes nothing.
+//
+// BenchmarkMemoryAndLatency measures the manager process with this group alone at two sizes
+// of ConfigMaps and Secrets (resident memory, Go heap, and the latency from a change to the
+// Pod template's), and counts the rolls at install, at workload creation, at a restart, for
+// label-only changes and for bursts.
 package configmapwatcher

@@ -10,10 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// configHash hashes the data and binaryData of configMaps, in name order and key order, so that
-// only a change of data changes it. Lengths are written before every string, so that no two
-// different inputs give the same byte stream.
-func configHash(configMaps []corev1.ConfigMap) string {
+// legacyConfigHash is the config hash of the releases before the record
+// (v1alpha1.ConfigStateAnnotation): a SHA-256 of the data and binaryData of the ConfigMaps a
+// Deployment reloaded on (podrefs.LegacyReloadConfigMaps), in name order and key order, lengths
+// written before every string. The upgrade from those releases computes it again to tell
+// whether the data changed during the upgrade.
+func legacyConfigHash(configMaps []corev1.ConfigMap) string {
 	sorted := append([]corev1.ConfigMap(nil), configMaps...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	h := sha256.New()

@@ -11,7 +11,7 @@ func cm(name string, data map[string]string, binary map[string][]byte) corev1.Co
 	return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data, BinaryData: binary}
 }
 
-func TestConfigHash(t *testing.T) {
+func TestLegacyConfigHash(t *testing.T) {
 	base := []corev1.ConfigMap{cm("a", map[string]string{"x": "1", "y": "2"}, nil), cm("b", nil, map[string][]byte{"z": {0}})}
 	labelled := []corev1.ConfigMap{cm("b", nil, map[string][]byte{"z": {0}}), cm("a", map[string]string{"y": "2", "x": "1"}, nil)}
 	labelled[1].Labels = map[string]string{"team": "blue"}
@@ -34,7 +34,7 @@ func TestConfigHash(t *testing.T) {
 		{"a boundary moved between key and value", []corev1.ConfigMap{cm("a", map[string]string{"x1": "", "y": "2"}, nil), base[1]}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := configHash(base) == configHash(tc.other); got != tc.same {
+			if got := legacyConfigHash(base) == legacyConfigHash(tc.other); got != tc.same {
 				t.Errorf("same hash = %v, want %v", got, tc.same)
 			}
 		})

@@ -25,9 +25,10 @@ func BenchmarkHTTPTrigger(b *testing.B) {
 		n = 200
 	}
 	const clients = 8
-	post := env.StartManagerWithTrigger(b, configmapwatcher.ControllerName)
+	controller := configmapwatcher.Deployments.ControllerName
+	post := env.StartManagerWithTrigger(b, configmapwatcher.Group)
 	for range b.N {
-		before, err := testenv.ReconcileTotal(configmapwatcher.ControllerName)
+		before, err := testenv.ReconcileTotal(controller)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -38,7 +39,7 @@ func BenchmarkHTTPTrigger(b *testing.B) {
 		for range clients {
 			wg.Go(func() {
 				for i := range next {
-					switch code := post(configmapwatcher.ControllerName, testenv.TriggerToken, testenv.TriggerTarget("trigger-bench", fmt.Sprintf("d-%d-%d", b.N, i))); code {
+					switch code := post(controller, testenv.TriggerToken, testenv.TriggerTarget("trigger-bench", fmt.Sprintf("d-%d-%d", b.N, i))); code {
 					case http.StatusAccepted:
 						accepted.Add(1)
 					case http.StatusTooManyRequests:
@@ -55,7 +56,7 @@ func BenchmarkHTTPTrigger(b *testing.B) {
 		close(next)
 		wg.Wait()
 		testenv.Eventually(b, 5*time.Minute, func() error {
-			done, err := testenv.ReconcileTotal(configmapwatcher.ControllerName)
+			done, err := testenv.ReconcileTotal(controller)
 			if err != nil {
 				return err
 			}

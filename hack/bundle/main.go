@@ -349,10 +349,10 @@ func clusterServiceVersion(in *sorted, examples []*unstructured.Unstructured, op
 				"each switched on or off with --controllers:\n\n" +
 				"* **myapp** runs a MyApp (an image, replicas, a port, environment) as a Deployment and a Service, and reports readiness in its status.\n" +
 				"* **verticalscaler** recommends, and in updateMode Auto applies, CPU and memory for the containers of the Deployment a VerticalScaler names.\n" +
-				"* **configmapwatcher** rolls the Deployments opted in with the app.example.com/reload annotation when the data of a ConfigMap they use changes.\n",
+				"* **configmapwatcher** rolls the Deployments, StatefulSets, DaemonSets and CronJobs opted in with app.example.com/reload (or Stakater Reloader's annotations) when the data of a ConfigMap or Secret they use changes.\n",
 			"version":  opts.Version,
 			"maturity": "alpha",
-			"keywords": []any{"controller", "deployment", "configmap", "autoscaling"},
+			"keywords": []any{"controller", "deployment", "configmap", "secret", "reloader", "autoscaling"},
 			"provider": map[string]any{"name": "Switchboard"},
 			"links":    []any{map[string]any{"name": "Source", "url": "https://github.com/example/switchboard"}},
 			"installModes": []any{

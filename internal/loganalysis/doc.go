@@ -14,5 +14,7 @@
 //     marked as estimates once a counter has been taken over.
 //
 // Lines that are not JSON objects, or lack level, ts or msg, are counted and reported, never
-// fatal.
+// fatal. The manager's logger samples (package internal/logging), except lines that record a
+// write, and logs how many lines of each controller it dropped; the summary adds those up
+// (DROPPED), so a reader knows how much the other counts miss.
 package loganalysis

@@ -11,6 +11,10 @@ const (
 	MsgReconcilerError = "Reconciler error"
 	// MsgReconcileEnd is the message of the debug reconcile-end line.
 	MsgReconcileEnd = "Reconcile finished"
+	// MsgLinesDropped is the message of the line the manager's logger (internal/logging) writes
+	// every few seconds with how many lines of a controller its sampling dropped meanwhile,
+	// under "dropped".
+	MsgLinesDropped = "Log lines dropped by sampling"
 	// terminalMarker is how reconcile.TerminalError's text starts; it may be wrapped.
 	terminalMarker = "terminal error: "
 )
@@ -22,6 +26,8 @@ type Line struct {
 	Level, TS, Msg                       []byte
 	Controller, Namespace, Name          []byte
 	ReconcileID, Error, Result, Duration []byte
+	// Dropped is the count of a MsgLinesDropped line.
+	Dropped []byte
 	// tsNumber is set when ts is a JSON number (zap's epoch encodings).
 	tsNumber bool
 }
@@ -79,13 +85,15 @@ func (l *Line) visit(key, value []byte, isString bool) {
 		l.Result = value
 	case "durationMs":
 		l.Duration = value
+	case "dropped":
+		l.Dropped = value
 	}
 }
 
 // want says whether visit keeps key; the values of other keys are skipped, not decoded.
 func (l *Line) want(key []byte) bool {
 	switch string(key) {
-	case "level", "ts", "msg", "controller", "namespace", "name", "reconcileID", "error", "result", "durationMs":
+	case "level", "ts", "msg", "controller", "namespace", "name", "reconcileID", "error", "result", "durationMs", "dropped":
 		return true
 	}
 	return false

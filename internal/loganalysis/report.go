@@ -17,6 +17,9 @@ type Report struct {
 	To   string `json:"to,omitempty"`
 	// Controllers are in the order of their first line.
 	Controllers []ControllerReport `json:"controllers"`
+	// DroppedLines counts the lines the manager's log sampling dropped (never lines that record
+	// a write), from its own reports: the log holds that many lines fewer than were logged.
+	DroppedLines uint64 `json:"droppedLines"`
 	// ErrorLines counts the error-level lines, grouped in TopErrors.
 	ErrorLines uint64 `json:"errorLines"`
 	// TopErrors are the largest groups of error messages.
@@ -31,6 +34,9 @@ type Report struct {
 type ControllerReport struct {
 	Controller string `json:"controller"`
 	Lines      uint64 `json:"lines"`
+	// DroppedLines counts the controller's lines the manager's log sampling dropped: its
+	// counts below (reconciles, errors) miss what those lines said.
+	DroppedLines uint64 `json:"droppedLines"`
 	// Reconciles counts reconcile-end lines; nil when there are none (the log was not at debug
 	// level), and then the error rate and durations are unknown too.
 	Reconciles *uint64 `json:"reconciles"`
@@ -88,13 +94,14 @@ type Bounds struct {
 // report computes the Report, listing top entries of each top list.
 func (s *summary) report(top int) Report {
 	r := Report{
-		Lines:       s.counts,
-		Levels:      map[string]uint64{},
-		Controllers: []ControllerReport{},
-		ErrorLines:  s.errorLines,
-		TopErrors:   []ErrorGroup{},
-		TopObjects:  []ObjectErrors{},
-		Bounds:      Bounds{Controllers: maxControllers, ErrorGroups: errorGroups, Objects: objectCounters, MaxLineBytes: maxLine},
+		Lines:        s.counts,
+		Levels:       map[string]uint64{},
+		Controllers:  []ControllerReport{},
+		ErrorLines:   s.errorLines,
+		DroppedLines: s.dropped,
+		TopErrors:    []ErrorGroup{},
+		TopObjects:   []ObjectErrors{},
+		Bounds:       Bounds{Controllers: maxControllers, ErrorGroups: errorGroups, Objects: objectCounters, MaxLineBytes: maxLine},
 	}
 	for i, n := range s.levels {
 		if n > 0 {
@@ -121,7 +128,7 @@ func (s *summary) report(top int) Report {
 }
 
 func (c *controllerStats) report(name string) ControllerReport {
-	r := ControllerReport{Controller: name, Lines: c.lines, Errors: c.errors, TerminalErrors: c.terminal,
+	r := ControllerReport{Controller: name, Lines: c.lines, DroppedLines: c.dropped, Errors: c.errors, TerminalErrors: c.terminal,
 		First: formatTS(c.first), Last: formatTS(c.last)}
 	for result, n := range c.results {
 		if r.Results == nil {

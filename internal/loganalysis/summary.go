@@ -38,9 +38,11 @@ type summary struct {
 	controllers map[string]*controllerStats
 	order       []string
 	errorLines  uint64
-	errors      *topN
-	objects     *topN
-	key         []byte // scratch for the keys of errors and objects
+	// dropped counts the lines the manager's sampling dropped, as its MsgLinesDropped lines say.
+	dropped uint64
+	errors  *topN
+	objects *topN
+	key     []byte // scratch for the keys of errors and objects
 }
 
 type controllerStats struct {
@@ -52,6 +54,8 @@ type controllerStats struct {
 	errors    uint64
 	terminal  uint64
 	durations sketch
+	// dropped counts the controller's lines the manager's sampling dropped.
+	dropped uint64
 }
 
 func newSummary(f filter) *summary {
@@ -76,6 +80,14 @@ func (s *summary) add(raw []byte) {
 	}
 	if s.counts.Used == 1 || ts > s.last {
 		s.last = ts
+	}
+	if string(l.Msg) == MsgLinesDropped {
+		if n, err := strconv.ParseUint(string(l.Dropped), 10, 64); err == nil {
+			s.dropped += n
+			if len(l.Controller) > 0 {
+				s.controller(l.Controller).dropped += n
+			}
+		}
 	}
 	if len(l.Controller) > 0 {
 		s.addController(s.controller(l.Controller), ts)

@@ -27,9 +27,10 @@ func (r Report) writeTable(w io.Writer) error {
 	if r.From != "" {
 		fmt.Fprintf(&b, "Time: %s to %s\n", r.From, r.To)
 	}
+	fmt.Fprintf(&b, "Dropped by the manager's log sampling: %d lines\n", r.DroppedLines)
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nCONTROLLER\tLINES\tRECONCILES\tERRORS\tERROR RATE\tTERMINAL\tP50 MS\tP95 MS\tMAX MS\tFIRST\tLAST")
+	fmt.Fprintln(tw, "\nCONTROLLER\tLINES\tDROPPED\tRECONCILES\tERRORS\tERROR RATE\tTERMINAL\tP50 MS\tP95 MS\tMAX MS\tFIRST\tLAST")
 	for _, c := range r.Controllers {
 		reconciles, rate, p50, p95, maxMs := "-", "-", "-", "-", "-"
 		if c.Reconciles != nil {
@@ -37,7 +38,7 @@ func (r Report) writeTable(w io.Writer) error {
 			rate = fmt.Sprintf("%.1f%%", 100**c.ErrorRate)
 			p50, p95, maxMs = formatMs(c.DurationMs.P50), formatMs(c.DurationMs.P95), formatMs(c.DurationMs.Max)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Controller, c.Lines, reconciles, c.Errors, rate,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Controller, c.Lines, c.DroppedLines, reconciles, c.Errors, rate,
 			c.TerminalErrors, p50, p95, maxMs, c.First, c.Last)
 	}
 	if len(r.Controllers) == 0 {

@@ -1,142 +1,247 @@
-// Package podrefs computes which ConfigMaps a workload's Pod template uses and which of them it
-// asked to be rolled on. It is the one place that walks a Pod spec's references, a leaf that
-// both the shared field index (package indexers) and the configmapwatcher use, so that the index
-// and the controller can never disagree about what a workload uses.
+// Package podrefs says which ConfigMaps and Secrets a workload's Pod template uses, and which of
+// their keys, and what the workload asked to be rolled on: our annotation and, when asked to,
+// Stakater Reloader's. It is the one place that walks a Pod spec's references and reads those
+// annotations, a leaf that both the shared field index (package indexers) and the
+// configmapwatcher use, so that the index and the controller can never disagree.
 package podrefs
 
 import (
+	"slices"
 	"sort"
-	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/example/switchboard/apis/v1alpha1"
 )
 
-// ReloadConfigMaps returns, sorted and without duplicates, the ConfigMaps a workload with these
-// annotations and this Pod spec reloads on: every referenced ConfigMap when ReloadAnnotation is
-// "true", the listed names when it is a comma-separated list, and none when it is absent.
-func ReloadConfigMaps(annotations map[string]string, spec *corev1.PodSpec) []string {
-	value, ok := annotations[v1alpha1.ReloadAnnotation]
-	if !ok {
-		return nil
-	}
-	if strings.TrimSpace(value) == "true" {
-		return ConfigMaps(spec)
-	}
-	var names []string
-	for _, name := range strings.Split(value, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			names = append(names, name)
-		}
-	}
-	return sortedUnique(names)
+// SourceKind is a kind of object a Pod takes configuration from.
+type SourceKind string
+
+// The kinds of sources.
+const (
+	ConfigMap SourceKind = "ConfigMap"
+	Secret    SourceKind = "Secret"
+)
+
+// SourceKinds lists the kinds of sources, in the order they are reported.
+var SourceKinds = []SourceKind{ConfigMap, Secret}
+
+// Source names a ConfigMap or a Secret of the workload's namespace.
+type Source struct {
+	Kind SourceKind
+	Name string
 }
 
-// ConfigMaps returns, sorted and without duplicates, the ConfigMaps a Pod spec
-// references: envFrom and env valueFrom of containers and init containers, configMap volumes and
-// projected volume sources.
-func ConfigMaps(spec *corev1.PodSpec) []string {
-	var names []string
+// String is how Events and logs name the source: "ConfigMap app-config".
+func (s Source) String() string { return string(s.Kind) + " " + s.Name }
+
+// Key is the source's key in the index and in the configmapwatcher's record: "ConfigMap/NAME".
+func (s Source) Key() string { return string(s.Kind) + "/" + s.Name }
+
+// Wildcard is the index value of the workloads that roll on every source of kind whose name
+// matches one of their regular expressions: the map function filters them by name.
+func Wildcard(kind SourceKind) string { return string(kind) + "/*" }
+
+// Use says which keys of a source a Pod template uses.
+type Use struct {
+	// AllKeys: an envFrom, or a volume or projection without items, takes every key.
+	AllKeys bool
+	// Keys are the keys taken by name (env valueFrom key references, volume and projection
+	// items), sorted and unique; nil when AllKeys.
+	Keys []string
+}
+
+// with returns u widened by v.
+func (u Use) with(v Use) Use {
+	if u.AllKeys || v.AllKeys {
+		return Use{AllKeys: true}
+	}
+	keys := append(slices.Clone(u.Keys), v.Keys...)
+	slices.Sort(keys)
+	return Use{Keys: slices.Compact(keys)}
+}
+
+// References returns, per ConfigMap and Secret a Pod spec references, which of its keys it
+// uses: through envFrom and env valueFrom of init containers (native sidecars included) and
+// containers, and through volumes and projected volumes.
+func References(spec *corev1.PodSpec) map[Source]Use {
+	refs := map[Source]Use{}
+	add := func(kind SourceKind, name string, use Use) {
+		if name == "" {
+			return
+		}
+		src := Source{Kind: kind, Name: name}
+		if prev, ok := refs[src]; ok {
+			use = prev.with(use)
+		}
+		refs[src] = use
+	}
+	all := Use{AllKeys: true}
 	for _, containers := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range containers {
 			for _, from := range containers[i].EnvFrom {
 				if from.ConfigMapRef != nil {
-					names = append(names, from.ConfigMapRef.Name)
+					add(ConfigMap, from.ConfigMapRef.Name, all)
+				}
+				if from.SecretRef != nil {
+					add(Secret, from.SecretRef.Name, all)
 				}
 			}
 			for _, env := range containers[i].Env {
-				if env.ValueFrom != nil && env.ValueFrom.ConfigMapKeyRef != nil {
-					names = append(names, env.ValueFrom.ConfigMapKeyRef.Name)
+				switch {
+				case env.ValueFrom == nil:
+				case env.ValueFrom.ConfigMapKeyRef != nil:
+					add(ConfigMap, env.ValueFrom.ConfigMapKeyRef.Name, Use{Keys: []string{env.ValueFrom.ConfigMapKeyRef.Key}})
+				case env.ValueFrom.SecretKeyRef != nil:
+					add(Secret, env.ValueFrom.SecretKeyRef.Name, Use{Keys: []string{env.ValueFrom.SecretKeyRef.Key}})
 				}
 			}
 		}
 	}
 	for _, volume := range spec.Volumes {
 		if volume.ConfigMap != nil {
-			names = append(names, volume.ConfigMap.Name)
+			add(ConfigMap, volume.ConfigMap.Name, itemsUse(volume.ConfigMap.Items))
 		}
-		if volume.Projected != nil {
-			for _, source := range volume.Projected.Sources {
-				if source.ConfigMap != nil {
-					names = append(names, source.ConfigMap.Name)
-				}
+		if volume.Secret != nil {
+			add(Secret, volume.Secret.SecretName, itemsUse(volume.Secret.Items))
+		}
+		if volume.Projected == nil {
+			continue
+		}
+		for _, source := range volume.Projected.Sources {
+			if source.ConfigMap != nil {
+				add(ConfigMap, source.ConfigMap.Name, itemsUse(source.ConfigMap.Items))
+			}
+			if source.Secret != nil {
+				add(Secret, source.Secret.Name, itemsUse(source.Secret.Items))
 			}
 		}
 	}
-	return sortedUnique(names)
+	return refs
 }
 
-// ConfigMapReferencesOnly returns a Pod spec that keeps of spec only what ConfigMaps
-// reads: the names of the containers, init containers and volumes that reference ConfigMaps,
-// with those references. ConfigMaps gives the same names for both; a cache can store
-// the smaller one when nothing else reads the Pod spec.
-func ConfigMapReferencesOnly(spec *corev1.PodSpec) corev1.PodSpec {
+// itemsUse is what a volume or projection with these items takes: every key without items.
+func itemsUse(items []corev1.KeyToPath) Use {
+	if len(items) == 0 {
+		return Use{AllKeys: true}
+	}
+	keys := make([]string, 0, len(items))
+	for _, item := range items {
+		keys = append(keys, item.Key)
+	}
+	slices.Sort(keys)
+	return Use{Keys: slices.Compact(keys)}
+}
+
+// ConfigMaps returns, sorted and without duplicates, the ConfigMaps a Pod spec references.
+func ConfigMaps(spec *corev1.PodSpec) []string {
+	var names []string
+	for src := range References(spec) {
+		if src.Kind == ConfigMap {
+			names = append(names, src.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// PodTemplate returns the Pod template of a workload: a Deployment's, StatefulSet's or
+// DaemonSet's, or a CronJob's job template's; nil for any other object.
+func PodTemplate(obj any) *corev1.PodTemplateSpec {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return &w.Spec.Template
+	case *appsv1.StatefulSet:
+		return &w.Spec.Template
+	case *appsv1.DaemonSet:
+		return &w.Spec.Template
+	case *batchv1.CronJob:
+		return &w.Spec.JobTemplate.Spec.Template
+	}
+	return nil
+}
+
+// ReferencesOnly returns a Pod spec that keeps of spec only what References reads: the names
+// of the containers, init containers and volumes that reference ConfigMaps or Secrets, with
+// those references and the keys they take. References gives the same answer for both; a cache
+// can store the smaller one when nothing else reads the Pod spec.
+func ReferencesOnly(spec *corev1.PodSpec) corev1.PodSpec {
 	var out corev1.PodSpec
 	out.InitContainers = containerReferences(spec.InitContainers)
 	out.Containers = containerReferences(spec.Containers)
 	for _, volume := range spec.Volumes {
 		kept := corev1.Volume{Name: volume.Name}
 		if volume.ConfigMap != nil {
-			kept.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: volume.ConfigMap.LocalObjectReference}
+			kept.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: volume.ConfigMap.LocalObjectReference,
+				Items: keysOnly(volume.ConfigMap.Items)}
+		}
+		if volume.Secret != nil {
+			kept.Secret = &corev1.SecretVolumeSource{SecretName: volume.Secret.SecretName, Items: keysOnly(volume.Secret.Items)}
 		}
 		if volume.Projected != nil {
 			var sources []corev1.VolumeProjection
 			for _, source := range volume.Projected.Sources {
-				if source.ConfigMap != nil {
+				switch {
+				case source.ConfigMap != nil:
 					sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
-						LocalObjectReference: source.ConfigMap.LocalObjectReference}})
+						LocalObjectReference: source.ConfigMap.LocalObjectReference, Items: keysOnly(source.ConfigMap.Items)}})
+				case source.Secret != nil:
+					sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+						LocalObjectReference: source.Secret.LocalObjectReference, Items: keysOnly(source.Secret.Items)}})
 				}
 			}
 			if sources != nil {
 				kept.Projected = &corev1.ProjectedVolumeSource{Sources: sources}
 			}
 		}
-		if kept.ConfigMap != nil || kept.Projected != nil {
+		if kept.ConfigMap != nil || kept.Secret != nil || kept.Projected != nil {
 			out.Volumes = append(out.Volumes, kept)
 		}
 	}
 	return out
 }
 
-// containerReferences keeps, of each container that references a ConfigMap, its name and those
-// references.
+// keysOnly keeps the keys of items, without their paths and modes.
+func keysOnly(items []corev1.KeyToPath) []corev1.KeyToPath {
+	var out []corev1.KeyToPath
+	for _, item := range items {
+		out = append(out, corev1.KeyToPath{Key: item.Key})
+	}
+	return out
+}
+
+// containerReferences keeps, of each container that references a ConfigMap or a Secret, its
+// name and those references.
 func containerReferences(containers []corev1.Container) []corev1.Container {
 	var out []corev1.Container
 	for i := range containers {
 		kept := corev1.Container{Name: containers[i].Name}
 		for _, from := range containers[i].EnvFrom {
-			if from.ConfigMapRef != nil {
+			switch {
+			case from.ConfigMapRef != nil:
 				kept.EnvFrom = append(kept.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{
 					LocalObjectReference: from.ConfigMapRef.LocalObjectReference}})
+			case from.SecretRef != nil:
+				kept.EnvFrom = append(kept.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
+					LocalObjectReference: from.SecretRef.LocalObjectReference}})
 			}
 		}
 		for _, env := range containers[i].Env {
-			if env.ValueFrom != nil && env.ValueFrom.ConfigMapKeyRef != nil {
+			switch {
+			case env.ValueFrom == nil:
+			case env.ValueFrom.ConfigMapKeyRef != nil:
+				ref := env.ValueFrom.ConfigMapKeyRef
 				kept.Env = append(kept.Env, corev1.EnvVar{Name: env.Name, ValueFrom: &corev1.EnvVarSource{
-					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: env.ValueFrom.ConfigMapKeyRef.LocalObjectReference}}})
+					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref.LocalObjectReference, Key: ref.Key}}})
+			case env.ValueFrom.SecretKeyRef != nil:
+				ref := env.ValueFrom.SecretKeyRef
+				kept.Env = append(kept.Env, corev1.EnvVar{Name: env.Name, ValueFrom: &corev1.EnvVarSource{
+					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: ref.LocalObjectReference, Key: ref.Key}}})
 			}
 		}
 		if kept.EnvFrom != nil || kept.Env != nil {
 			out = append(out, kept)
 		}
-	}
-	return out
-}
-
-func sortedUnique(names []string) []string {
-	if len(names) == 0 {
-		return nil
-	}
-	sort.Strings(names)
-	out := names[:1]
-	for _, name := range names[1:] {
-		if name != out[len(out)-1] && name != "" {
-			out = append(out, name)
-		}
-	}
-	if out[0] == "" {
-		out = out[1:]
 	}
 	return out
 }

@@ -4,110 +4,115 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/example/switchboard/apis/v1alpha1"
 )
 
-// podSpecUsingEveryReference references a ConfigMap in every way a Pod can.
+func ref(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
+
+// podSpecUsingEveryReference references ConfigMaps and Secrets in every way a Pod can.
 func podSpecUsingEveryReference() corev1.PodSpec {
-	ref := func(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
+	always := corev1.ContainerRestartPolicyAlways
 	return corev1.PodSpec{
 		InitContainers: []corev1.Container{{
+			Name:    "init",
 			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref("init-envfrom")}}},
+		}, {
+			// A native sidecar: an init container that runs as long as the Pod.
+			Name: "sidecar", RestartPolicy: &always,
+			Env: []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: ref("sidecar-secret"), Key: "token"}}}},
 		}},
 		Containers: []corev1.Container{{
+			Name: "app",
 			EnvFrom: []corev1.EnvFromSource{
 				{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref("envfrom")}},
-				{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref("a-secret")}},
+				{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref("secret-envfrom")}},
 			},
 			Env: []corev1.EnvVar{
 				{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("keyref"), Key: "k"}}},
+				{Name: "A2", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("keyref"), Key: "j"}}},
 				{Name: "B", Value: "plain"},
 				{Name: "C", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 			},
 		}, {
+			Name: "second",
+			// envFrom wins over a key reference to the same ConfigMap: every key is used.
 			Env: []corev1.EnvVar{{Name: "D", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("envfrom"), Key: "k"}}}},
 		}},
 		Volumes: []corev1.Volume{
 			{Name: "v1", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: ref("volume")}}},
 			{Name: "v2", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: ref("projected")}},
-				{Secret: &corev1.SecretProjection{LocalObjectReference: ref("a-secret")}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: ref("projected"),
+					Items: []corev1.KeyToPath{{Key: "b.conf", Path: "b"}, {Key: "a.conf", Path: "a"}}}},
+				{Secret: &corev1.SecretProjection{LocalObjectReference: ref("projected-secret")}},
 			}}}},
 			{Name: "v3", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "v4", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls",
+				Items: []corev1.KeyToPath{{Key: "tls.crt", Path: "crt"}}}}},
 		},
 	}
 }
 
-func TestConfigMaps(t *testing.T) {
+func TestReferences(t *testing.T) {
 	spec := podSpecUsingEveryReference()
-	want := []string{"envfrom", "init-envfrom", "keyref", "projected", "volume"}
-	if diff := cmp.Diff(want, ConfigMaps(&spec)); diff != "" {
+	all := Use{AllKeys: true}
+	want := map[Source]Use{
+		{ConfigMap, "init-envfrom"}:  all,
+		{ConfigMap, "envfrom"}:       all,
+		{ConfigMap, "keyref"}:        {Keys: []string{"j", "k"}},
+		{ConfigMap, "volume"}:        all,
+		{ConfigMap, "projected"}:     {Keys: []string{"a.conf", "b.conf"}},
+		{Secret, "sidecar-secret"}:   {Keys: []string{"token"}},
+		{Secret, "secret-envfrom"}:   all,
+		{Secret, "projected-secret"}: all,
+		{Secret, "tls"}:              {Keys: []string{"tls.crt"}},
+	}
+	if diff := cmp.Diff(want, References(&spec)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if got := ConfigMaps(&corev1.PodSpec{}); got != nil {
+	if got := References(&corev1.PodSpec{}); len(got) != 0 {
 		t.Errorf("empty Pod spec references %v", got)
+	}
+	if diff := cmp.Diff([]string{"envfrom", "init-envfrom", "keyref", "projected", "volume"}, ConfigMaps(&spec)); diff != "" {
+		t.Errorf("ConfigMaps (-want +got):\n%s", diff)
 	}
 }
 
-// TestConfigMapReferencesOnly: the trimmed Pod spec references the same ConfigMaps and keeps
+// TestReferencesOnly: the trimmed Pod spec references the same sources and keys and keeps
 // nothing else.
-func TestConfigMapReferencesOnly(t *testing.T) {
+func TestReferencesOnly(t *testing.T) {
 	spec := podSpecUsingEveryReference()
 	spec.Containers[0].Image = "nginx:1.27"
 	spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-	spec.Containers = append(spec.Containers, corev1.Container{Name: "sidecar", Image: "envoy:1"})
+	spec.Containers = append(spec.Containers, corev1.Container{Name: "plain", Image: "envoy:1"})
 	spec.NodeSelector = map[string]string{"zone": "a"}
-	trimmed := ConfigMapReferencesOnly(&spec)
-	if diff := cmp.Diff(ConfigMaps(&spec), ConfigMaps(&trimmed)); diff != "" {
-		t.Errorf("referenced ConfigMaps (-original +trimmed):\n%s", diff)
+	trimmed := ReferencesOnly(&spec)
+	if diff := cmp.Diff(References(&spec), References(&trimmed)); diff != "" {
+		t.Errorf("references (-original +trimmed):\n%s", diff)
 	}
-	ref := func(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
-	want := corev1.PodSpec{
-		InitContainers: []corev1.Container{{
-			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref("init-envfrom")}}},
-		}},
-		Containers: []corev1.Container{{
-			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref("envfrom")}}},
-			Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
-				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("keyref")}}}},
-		}, {
-			Env: []corev1.EnvVar{{Name: "D", ValueFrom: &corev1.EnvVarSource{
-				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("envfrom")}}}},
-		}},
-		Volumes: []corev1.Volume{
-			{Name: "v1", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: ref("volume")}}},
-			{Name: "v2", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: ref("projected")}},
-			}}}},
-		},
-	}
-	if diff := cmp.Diff(want, trimmed); diff != "" {
-		t.Errorf("trimmed Pod spec (-want +got):\n%s", diff)
+	if trimmed.NodeSelector != nil || len(trimmed.Containers) != 2 || trimmed.Containers[0].Image != "" ||
+		trimmed.Containers[0].Resources.Limits != nil || len(trimmed.Volumes) != 3 ||
+		trimmed.Volumes[1].Projected.Sources[0].ConfigMap.Items[0].Path != "" {
+		t.Errorf("trimmed Pod spec keeps more than the references:\n%+v", trimmed)
 	}
 }
 
-func TestReloadConfigMaps(t *testing.T) {
-	spec := podSpecUsingEveryReference()
+func TestPodTemplate(t *testing.T) {
+	d, s, ds, cj := &appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &batchv1.CronJob{}
 	for _, tc := range []struct {
-		name        string
-		annotations map[string]string
-		want        []string
+		obj  any
+		want *corev1.PodTemplateSpec
 	}{
-		{name: "not opted in", annotations: nil, want: nil},
-		{name: "other annotation", annotations: map[string]string{"x": "true"}, want: nil},
-		{name: "every referenced ConfigMap", annotations: map[string]string{v1alpha1.ReloadAnnotation: "true"},
-			want: []string{"envfrom", "init-envfrom", "keyref", "projected", "volume"}},
-		{name: "listed names", annotations: map[string]string{v1alpha1.ReloadAnnotation: " volume, extra ,,volume"},
-			want: []string{"extra", "volume"}},
-		{name: "empty list", annotations: map[string]string{v1alpha1.ReloadAnnotation: ""}, want: nil},
+		{d, &d.Spec.Template},
+		{s, &s.Spec.Template},
+		{ds, &ds.Spec.Template},
+		{cj, &cj.Spec.JobTemplate.Spec.Template},
+		{&corev1.Pod{}, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, ReloadConfigMaps(tc.annotations, &spec)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+		if got := PodTemplate(tc.obj); got != tc.want {
+			t.Errorf("PodTemplate(%T) = %p, want %p", tc.obj, got, tc.want)
+		}
 	}
 }

@@ -53,6 +53,33 @@ func TestShippedRBAC(t *testing.T) {
 		}
 	})
 
+	t.Run("namespaced overlay", func(t *testing.T) {
+		c := newCluster(t)
+		ctx := context.Background()
+		// The overlay's watched namespaces are the user's: they exist before it is applied.
+		for _, ns := range []string{"team-a", "team-b", "elsewhere"} {
+			if err := c.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args := c.deploy(t, "overlays/namespaced")
+		kubeconfig, saConfig := c.serviceAccountKubeconfig(t)
+		sa := clientAs(t, saConfig)
+		if err := sa.List(ctx, &corev1.SecretList{}); !apierrors.IsForbidden(err) {
+			t.Errorf("the ServiceAccount listing Secrets cluster-wide under the namespaced overlay: %v, want Forbidden", err)
+		}
+		if err := sa.List(ctx, &corev1.SecretList{}, client.InNamespace("elsewhere")); !apierrors.IsForbidden(err) {
+			t.Errorf("the ServiceAccount listing Secrets of a namespace it does not watch: %v, want Forbidden", err)
+		}
+		if err := sa.List(ctx, &corev1.SecretList{}, client.InNamespace("team-a")); err != nil {
+			t.Errorf("the ServiceAccount listing Secrets of a namespace it watches: %v", err)
+		}
+		m := startManager(t, kubeconfig, args)
+		eventually(t, 90*time.Second, readyCheck(m))
+		configMapWatcherWorks(t, c, "team-a")
+		secretRollsPods(t, c, "team-b")
+	})
+
 	t.Run("default", func(t *testing.T) {
 		c := newCluster(t)
 		args := c.deploy(t, "default")
@@ -76,8 +103,8 @@ func readyCheck(m *testenv.Process) func() error {
 	}
 }
 
-// configMapWatcherWorks opts a Deployment in and checks that a change of its ConfigMap's data
-// rolls it (the config hash on its Pod template changes).
+// configMapWatcherWorks opts a Deployment in and checks that it is recorded without a roll, and
+// that a change of its ConfigMap's data rolls it (a config hash on its Pod template).
 func configMapWatcherWorks(t *testing.T, c *testCluster, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -102,26 +129,29 @@ func configMapWatcherWorks(t *testing.T, c *testCluster, ns string) {
 	if err := c.admin.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	hash := func() string {
-		if err := c.admin.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
-			return ""
-		}
-		return d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]
-	}
-	var first string
+	// First sight: a record on the Deployment, no roll.
 	eventually(t, 60*time.Second, func() error {
-		if first = hash(); first == "" {
-			return fmt.Errorf("no %s on the opted-in Deployment", v1alpha1.ConfigHashAnnotation)
+		if err := c.admin.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		if d.Annotations[v1alpha1.ConfigStateAnnotation] == "" {
+			return fmt.Errorf("no %s on the opted-in Deployment", v1alpha1.ConfigStateAnnotation)
 		}
 		return nil
 	})
+	if hash := d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]; hash != "" {
+		t.Errorf("config hash %q at first sight, want none", hash)
+	}
 	cm.Data["A"] = "2"
 	if err := c.admin.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, func() error {
-		if h := hash(); h == first {
-			return fmt.Errorf("hash still %s after the ConfigMap changed", h)
+		if err := c.admin.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		if d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation] == "" {
+			return fmt.Errorf("no config hash after the ConfigMap changed")
 		}
 		return nil
 	})
@@ -194,4 +224,44 @@ func myAppAndVerticalScalerWork(t *testing.T, c *testCluster, ns string) {
 		}
 		return nil
 	})
+}
+
+// secretRollsPods opts a Deployment of ns in on a Secret it takes a key of, waits for its Pods,
+// changes that key and waits until every Pod was replaced.
+func secretRollsPods(t *testing.T, c *testCluster, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "token"}, StringData: map[string]string{"token": "one"}}
+	if err := c.admin.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	replicas := int32(2)
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27", Env: []corev1.EnvVar{{Name: "TOKEN",
+		ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "token"}, Key: "token"}}}}}}}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client", Annotations: map[string]string{v1alpha1.ReloaderSecretAutoAnnotation: "true"}},
+		Spec:       appsv1.DeploymentSpec{Replicas: &replicas, Selector: selectorOf("client"), Template: templateOf("client", spec)},
+	}
+	if err := c.admin.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	before := waitPodsReady(t, c, d, nil)
+	eventually(t, 60*time.Second, func() error {
+		if err := c.admin.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		if d.Annotations[v1alpha1.ConfigStateAnnotation] == "" {
+			return fmt.Errorf("Deployment %s/client not recorded yet", ns)
+		}
+		return nil
+	})
+	if err := c.admin.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data = map[string][]byte{"token": []byte("two")}
+	if err := c.admin.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	waitPodsReady(t, c, d, before)
+	waitRollEvent(t, c, ns, "client", "Secret token: token changed")
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -172,8 +173,11 @@ func grant(ctx context.Context, c client.Client, user, serviceNamespace string) 
 	if err != nil {
 		return err
 	}
+	// The file holds the ClusterRole first, then the Roles the markers ask for in the manager's
+	// namespace (the configmapwatcher's digest key), which the grant below replaces.
+	first, _, _ := strings.Cut(strings.TrimPrefix(string(data), "---\n"), "\n---\n")
 	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, role); err != nil {
+	if err := yaml.Unmarshal([]byte(first), role); err != nil {
 		return err
 	}
 	var serviceWrites []string
@@ -192,6 +196,12 @@ func grant(ctx context.Context, c client.Client, user, serviceNamespace string) 
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: serviceWrites}}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "service-writer", Namespace: serviceNamespace}, Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "service-writer"}},
+		// The configmapwatcher creates its digest key Secret in the manager's namespace, which
+		// is "default" for a manager outside a Pod.
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "digest-key", Namespace: metav1.NamespaceDefault},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "digest-key", Namespace: metav1.NamespaceDefault}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "digest-key"}},
 	} {
 		if err := c.Create(ctx, obj); err != nil {
 			return err

@@ -1,0 +1,134 @@
+package configmapwatcher
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+)
+
+// fullTemplate is a Pod template with more than the trim keeps.
+func fullTemplate(annotations map[string]string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Annotations: annotations},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27",
+			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}}}},
+	}
+}
+
+func trimmedTemplate(annotations map[string]string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
+			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}}}},
+	}
+}
+
+// TestTrim: each kind keeps its metadata (without managed fields and kubectl's last-applied
+// copy) and, when an annotation may opt it in (on it or on its Pod template), the Pod
+// template's annotations and references; other objects pass through.
+func TestTrim(t *testing.T) {
+	meta := func(annotations map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 2, Annotations: annotations,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}
+	}
+	optedIn := map[string]string{v1alpha1.ReloadAnnotation: "true", lastApplied: `{"a":"huge copy"}`}
+	kept := map[string]string{v1alpha1.ReloadAnnotation: "true"}
+	templateAnnotations := map[string]string{v1alpha1.ConfigHashAnnotation: "abc"}
+	reloaderOnTemplate := map[string]string{v1alpha1.ReloaderAutoAnnotation: "true"}
+	replicas := int32(3)
+	trimmedMeta := func(annotations map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 2, Annotations: annotations}
+	}
+	for _, tc := range []struct {
+		name string
+		trim func(any) (any, error)
+		in   any
+		want any
+	}{
+		{"Deployment opted in", Deployments.Trim,
+			&appsv1.Deployment{ObjectMeta: meta(optedIn), Spec: appsv1.DeploymentSpec{Replicas: &replicas, Template: fullTemplate(templateAnnotations)},
+				Status: appsv1.DeploymentStatus{ReadyReplicas: 3}},
+			&appsv1.Deployment{ObjectMeta: trimmedMeta(kept), Spec: appsv1.DeploymentSpec{Template: trimmedTemplate(templateAnnotations)}}},
+		{"Deployment not opted in: metadata only", Deployments.Trim,
+			&appsv1.Deployment{ObjectMeta: meta(map[string]string{"team": "blue"}), Spec: appsv1.DeploymentSpec{Template: fullTemplate(templateAnnotations)}},
+			&appsv1.Deployment{ObjectMeta: trimmedMeta(map[string]string{"team": "blue"})}},
+		{"StatefulSet opted in on its Pod template", StatefulSets.Trim,
+			&appsv1.StatefulSet{ObjectMeta: meta(nil), Spec: appsv1.StatefulSetSpec{ServiceName: "web", Template: fullTemplate(reloaderOnTemplate)}},
+			&appsv1.StatefulSet{ObjectMeta: trimmedMeta(nil), Spec: appsv1.StatefulSetSpec{Template: trimmedTemplate(reloaderOnTemplate)}}},
+		{"DaemonSet opted in", DaemonSets.Trim,
+			&appsv1.DaemonSet{ObjectMeta: meta(optedIn), Spec: appsv1.DaemonSetSpec{Template: fullTemplate(nil)}},
+			&appsv1.DaemonSet{ObjectMeta: trimmedMeta(kept), Spec: appsv1.DaemonSetSpec{Template: trimmedTemplate(nil)}}},
+		{"CronJob opted in: its job template's Pod template", CronJobs.Trim,
+			&batchv1.CronJob{ObjectMeta: meta(optedIn), Spec: batchv1.CronJobSpec{Schedule: "@daily",
+				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: fullTemplate(templateAnnotations)}}}},
+			&batchv1.CronJob{ObjectMeta: trimmedMeta(kept), Spec: batchv1.CronJobSpec{
+				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: trimmedTemplate(templateAnnotations)}}}}},
+		{"other types pass through", Deployments.Trim, &appsv1.StatefulSet{}, &appsv1.StatefulSet{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.trim(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if optedIn[lastApplied] == "" {
+		t.Error("the trim changed the annotations of the object it was given: the informer's copy is shared")
+	}
+}
+
+// TestPredicates: workload events pass when an opt-in annotation is there (before or after)
+// and the spec or an annotation other than the controller's own record changed.
+func TestPredicates(t *testing.T) {
+	optedIn := func(generation int64, annotations map[string]string) *appsv1.Deployment {
+		all := map[string]string{v1alpha1.ReloadAnnotation: "true"}
+		for k, v := range annotations {
+			all[k] = v
+		}
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: generation, Annotations: all}}
+	}
+	plain := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	onTemplate := &appsv1.Deployment{}
+	onTemplate.Spec.Template.Annotations = map[string]string{v1alpha1.ReloaderSecretAutoAnnotation: "true"}
+	p := Predicates()[0]
+	for _, tc := range []struct {
+		name string
+		old  client.Object
+		new  client.Object
+		want bool
+	}{
+		{"spec changed", optedIn(1, nil), optedIn(2, nil), true},
+		{"an annotation changed", optedIn(1, nil), optedIn(1, map[string]string{"team": "blue"}), true},
+		{"only the record changed", optedIn(1, map[string]string{v1alpha1.ConfigStateAnnotation: "a"}),
+			optedIn(1, map[string]string{v1alpha1.ConfigStateAnnotation: "b"}), false},
+		{"the record written for the first time", optedIn(1, nil), optedIn(1, map[string]string{v1alpha1.ConfigStateAnnotation: "b"}), false},
+		{"status only", optedIn(1, nil), optedIn(1, nil), false},
+		{"opted out", optedIn(1, nil), plain, true},
+		{"never opted in", plain, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, false},
+		{"opted in on the Pod template", onTemplate, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2},
+			Spec: appsv1.DeploymentSpec{Template: onTemplate.Spec.Template}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+				t.Errorf("Update = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if !p.Create(event.CreateEvent{Object: onTemplate}) || p.Create(event.CreateEvent{Object: plain}) {
+		t.Error("Create must pass exactly the workloads that may be opted in")
+	}
+	if p.Delete(event.DeleteEvent{Object: optedIn(1, nil)}) {
+		t.Error("Delete must not pass: a deleted workload has nothing to roll")
+	}
+}

@@ -1,0 +1,144 @@
+package configmapwatcher
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/metadata"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/example/switchboard/indexers"
+	"github.com/example/switchboard/internal/podrefs"
+)
+
+// Shared is what the configmapwatcher's controllers (one per workload kind) share: one
+// uncached watch per kind of source and namespace, and the digest key. The controller table
+// creates one and hands it to each of the group's rows; it is set up on the manager of the
+// first row built.
+type Shared struct {
+	once     sync.Once
+	err      error
+	metadata metadata.Interface
+	changes  map[podrefs.SourceKind]*changes
+	keys     *DigestKeys
+}
+
+// setup creates the metadata client, the watches over namespaces (none for every namespace)
+// and the digest key's reader, once.
+func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings) error {
+	s.once.Do(func() {
+		s.metadata, s.err = metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+		if s.err != nil {
+			s.err = fmt.Errorf("creating the metadata client: %w", s.err)
+			return
+		}
+		log := mgr.GetLogger().WithValues("group", Group)
+		s.changes = map[podrefs.SourceKind]*changes{}
+		for _, kind := range podrefs.SourceKinds {
+			s.changes[kind] = newChanges(kind, s.metadata, namespaces, log)
+		}
+		s.keys = &DigestKeys{Secret: settings.DigestKeySecret, Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()}
+	})
+	return s.err
+}
+
+// Names lists the names of a namespace's ConfigMaps or Secrets, metadata only and in pages,
+// for names that count through a pattern.
+func (s *Shared) Names(ctx context.Context, kind podrefs.SourceKind, namespace string) ([]string, error) {
+	resource := s.changes[kind].resource
+	var names []string
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := s.metadata.Resource(resource).Namespace(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range list.Items {
+			names = append(names, item.Name)
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return names, nil
+		}
+	}
+}
+
+// Changes returns the source of the changes of kind's objects for the controller of the
+// workload kind k on mgr, over namespaces (none for all): the shared watch, mapped to k's
+// workloads through the shared index on mgr's cache, queued after settings.Debounce.
+func Changes[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []string, kind podrefs.SourceKind, k Kind[T], settings Settings) (source.Source, error) {
+	if err := s.setup(mgr, namespaces, settings); err != nil {
+		return nil, err
+	}
+	reader := mgr.GetClient()
+	return &changesSource{changes: s.changes[kind], consumer: consumer{
+		name: k.ControllerName,
+		workloadsFor: func(ctx context.Context, namespace string, src podrefs.Source) []reconcile.Request {
+			return workloadsFor(ctx, reader, k, namespace, src)
+		},
+		optedIn: func(ctx context.Context, namespace string) ([]reconcile.Request, error) {
+			return optedIn(ctx, reader, k, namespace)
+		},
+		delay: settings.Debounce,
+	}}, nil
+}
+
+// NewReconciler returns the reconciler of the workload kind k on mgr.
+func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []string, k Kind[T], settings Settings) (*Reconciler[T], error) {
+	if err := s.setup(mgr, namespaces, settings); err != nil {
+		return nil, err
+	}
+	return &Reconciler[T]{Kind: k, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Lister: s,
+		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, ReloaderAnnotations: settings.ReloaderAnnotations}, nil
+}
+
+// workloadsFor maps a source to the workloads of kind k in namespace that may roll on it,
+// through the shared index on reader, the manager's cache: those filed under the source, and
+// those filed under the kind's wildcard whose patterns match its name.
+func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, src podrefs.Source) []reconcile.Request {
+	var requests []reconcile.Request
+	for _, value := range []string{src.Key(), podrefs.Wildcard(src.Kind)} {
+		list := k.NewList()
+		if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{indexers.WorkloadSourcesField: value}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing workloads by source failed", "kind", k.Name, "source", src.Key())
+			return nil
+		}
+		_ = apimeta.EachListItem(list, func(item runtime.Object) error {
+			obj := item.(client.Object)
+			if value != src.Key() {
+				template := podrefs.PodTemplate(obj)
+				selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, true)
+				if !selection.Matches(src) {
+					return nil
+				}
+			}
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			return nil
+		})
+	}
+	return requests
+}
+
+// optedIn lists, from reader (the manager's cache), the requests of every workload of kind k
+// in namespace ("" for all) that the shared index files under some source.
+func optedIn[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string) ([]reconcile.Request, error) {
+	list := k.NewList()
+	if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing %ss: %w", k.Name, err)
+	}
+	var requests []reconcile.Request
+	err := apimeta.EachListItem(list, func(item runtime.Object) error {
+		obj := item.(client.Object)
+		if len(indexers.WorkloadSources(obj)) > 0 {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		}
+		return nil
+	})
+	return requests, err
+}

@@ -1,0 +1,154 @@
+package configmapwatcher
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/example/switchboard/internal/podrefs"
+)
+
+var (
+	key      = newDigestKey([]byte("0123456789abcdef0123456789abcdef"))
+	otherKey = newDigestKey([]byte("fedcba9876543210fedcba9876543210"))
+)
+
+func record(k *digestKey, sources map[string]map[string]string) *state {
+	return &state{Version: stateVersion, KeyID: k.id, Sources: sources}
+}
+
+// TestDecide walks the record's rules: what a reconcile writes, rolls or leaves alone.
+func TestDecide(t *testing.T) {
+	app := map[string]string{"LOG_LEVEL": "d1", "TIMEOUT": "d2"}
+	db := map[string]string{"password": "s1"}
+	base := record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db})
+	for _, tc := range []struct {
+		name     string
+		recorded *state
+		observed *state
+		legacy   legacyHash
+		want     decision
+	}{
+		{"first sight: a baseline, no roll", nil, base, noLegacyHash, decision{write: true}},
+		{"first sight with a current legacy hash: a baseline", nil, base, legacyHashCurrent, decision{write: true}},
+		{"first sight with a stale legacy hash: one roll", nil, base, legacyHashStale, decision{write: true, roll: true, upgrade: true}},
+		{"the same record: nothing", base, record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db}), noLegacyHash, decision{}},
+		{"another digest key: a new baseline, no roll", record(otherKey, base.Sources), base, noLegacyHash, decision{write: true, keyChanged: true}},
+		{"a key changed", base,
+			record(key, map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9", "TIMEOUT": "d2"}, "Secret/db": db}), noLegacyHash,
+			decision{write: true, roll: true, changes: []string{"ConfigMap app: LOG_LEVEL changed"}}},
+		{"keys changed, added and removed in two sources", base,
+			record(key, map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9", "NEW": "d3"}, "Secret/db": {"password": "s2"}}), noLegacyHash,
+			decision{write: true, roll: true, changes: []string{"ConfigMap app: LOG_LEVEL changed, NEW added, TIMEOUT removed", "Secret db: password changed"}}},
+		{"a source missing now: nothing, the record untouched", base,
+			record(key, map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9"}, "Secret/db": nil}), noLegacyHash,
+			decision{blocked: true}},
+		{"a source missing before and now: other changes roll",
+			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}),
+			record(key, map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9", "TIMEOUT": "d2"}, "Secret/db": nil}), noLegacyHash,
+			decision{write: true, roll: true, changes: []string{"ConfigMap app: LOG_LEVEL changed"}}},
+		{"a source missing before exists now: one roll",
+			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}), base, noLegacyHash,
+			decision{write: true, roll: true, changes: []string{"Secret db: created"}}},
+		{"a source tracked anew: recorded, no roll", record(key, map[string]map[string]string{"ConfigMap/app": app}), base, noLegacyHash,
+			decision{write: true}},
+		{"a source tracked anew and missing: recorded as missing, no roll", base,
+			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db, "ConfigMap/later": nil}), noLegacyHash,
+			decision{write: true}},
+		{"a source no longer tracked: dropped, no roll", base, record(key, map[string]map[string]string{"ConfigMap/app": app}), noLegacyHash,
+			decision{write: true}},
+		{"a whole-source digest changed", record(key, map[string]map[string]string{"ConfigMap/big": {wholeSource: "a"}}),
+			record(key, map[string]map[string]string{"ConfigMap/big": {wholeSource: "b"}}), noLegacyHash,
+			decision{write: true, roll: true, changes: []string{"ConfigMap big: data changed"}}},
+		{"a source grew past the key limit with the same keys' values: counted as a change",
+			record(key, map[string]map[string]string{"ConfigMap/big": {"a": "1"}}),
+			record(key, map[string]map[string]string{"ConfigMap/big": {wholeSource: "b"}}), noLegacyHash,
+			decision{write: true, roll: true, changes: []string{"ConfigMap big: data changed"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := decide(tc.recorded, tc.observed, tc.legacy)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(decision{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseState(t *testing.T) {
+	s := record(key, map[string]map[string]string{"ConfigMap/app": {"k": "d"}, "Secret/gone": nil, "ConfigMap/empty": {}})
+	got := parseState(s.String())
+	if diff := cmp.Diff(s, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if got.Sources["Secret/gone"] != nil || got.Sources["ConfigMap/empty"] == nil {
+		t.Errorf("a missing source must read back as nil and a source without keys as empty: %#v", got.Sources)
+	}
+	for _, value := range []string{"", "{", `{"v":2,"kid":"x","sources":{}}`, `{"v":1,"kid":"x"}`, "0123456789abcdef0123456789abcdef"} {
+		if parseState(value) != nil {
+			t.Errorf("parseState(%q) read a record; want none, so that the workload gets a baseline", value)
+		}
+	}
+}
+
+// TestDigestsAreKeyed: the record cannot be used to confirm a guess of a value without the
+// key, equal values of two sources have different digests, and one digest covers a source that
+// is taken whole and has many keys.
+func TestDigestsAreKeyed(t *testing.T) {
+	db := podrefs.Source{Kind: podrefs.Secret, Name: "db"}
+	data := sourceData{bytes: map[string][]byte{"password": []byte("hunter2"), "user": []byte("admin")}, bytesField: "data"}
+	got := key.digests(db, data, podrefs.Use{AllKeys: true})
+	plain := sha256.Sum256([]byte("hunter2"))
+	for _, guess := range []string{fmt.Sprintf("%x", plain), base64.RawURLEncoding.EncodeToString(plain[:12])} {
+		if strings.HasPrefix(guess, got["password"]) || got["password"] == guess[:16] {
+			t.Errorf("the digest of the password is an unkeyed hash of it: %s", got["password"])
+		}
+	}
+	if other := otherKey.digests(db, data, podrefs.Use{AllKeys: true}); other["password"] == got["password"] {
+		t.Error("two keys give the same digest")
+	}
+	if copyOf := key.digests(podrefs.Source{Kind: podrefs.Secret, Name: "db-copy"}, data, podrefs.Use{AllKeys: true}); copyOf["password"] == got["password"] {
+		t.Error("the same value in two Secrets gives the same digest")
+	}
+	if diff := cmp.Diff([]string{"password"}, keysOf(key.digests(db, data, podrefs.Use{Keys: []string{"password", "absent"}}))); diff != "" {
+		t.Errorf("keys recorded for a use by name (-want +got):\n%s", diff)
+	}
+	configMap := sourceData{strings: map[string]string{"k": "v"}, bytes: map[string][]byte{"b": {0}}, bytesField: "binaryData"}
+	moved := sourceData{strings: map[string]string{"k": "v", "b": "\x00"}, bytesField: "binaryData"}
+	cm := podrefs.Source{Kind: podrefs.ConfigMap, Name: "app"}
+	if key.digests(cm, configMap, podrefs.Use{AllKeys: true})["b"] == key.digests(cm, moved, podrefs.Use{AllKeys: true})["b"] {
+		t.Error("a key moved from binaryData to data keeps its digest")
+	}
+	many := sourceData{strings: map[string]string{}}
+	for i := range maxKeysPerSource + 1 {
+		many.strings[fmt.Sprintf("k%d", i)] = "v"
+	}
+	if whole := key.digests(cm, many, podrefs.Use{AllKeys: true}); len(whole) != 1 || whole[wholeSource] == "" {
+		t.Errorf("a source of %d keys taken whole: %d digests, want one under %q", maxKeysPerSource+1, len(whole), wholeSource)
+	}
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestNoteOf(t *testing.T) {
+	if got := noteOf([]string{"ConfigMap a: x changed", "Secret b: created"}); got != "ConfigMap a: x changed; Secret b: created" {
+		t.Errorf("noteOf = %q", got)
+	}
+	var many []string
+	for i := range 100 {
+		many = append(many, fmt.Sprintf("ConfigMap config-%03d: LOG_LEVEL changed", i))
+	}
+	got := noteOf(many)
+	if len(got) > maxNote+20 || !strings.HasSuffix(got, " more") {
+		t.Errorf("noteOf of 100 changes: %d bytes, %q", len(got), got[len(got)-30:])
+	}
+}

@@ -1,0 +1,290 @@
+package podrefs
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+)
+
+// Selection is what a workload asked to be rolled on: which ConfigMaps and Secrets count.
+// Whether a given source counts can depend on that source's own annotations (Reloader's match
+// and ignore), so the final word is Tracks, once the source has been read.
+type Selection struct {
+	// reloader: Reloader's annotations are honoured, on the workload and on the source.
+	reloader bool
+	policies map[SourceKind]*policy
+}
+
+// policy is what a workload asked for one kind of source.
+type policy struct {
+	// referenced: every source of the kind that the Pod template references.
+	referenced bool
+	// search: the referenced sources of the kind that carry Reloader's match annotation.
+	search bool
+	// names count whether or not the Pod template references them.
+	names map[string]bool
+	// patterns are anchored regular expressions of names; they count whether or not the Pod
+	// template references them, so finding them takes a list of the namespace's sources.
+	patterns []*regexp.Regexp
+	// excluded never count.
+	excluded map[string]bool
+}
+
+func (p *policy) matches(name string) bool {
+	for _, re := range p.patterns {
+		if re.MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// reloaderKeys are Reloader's per-kind annotations.
+var reloaderKeys = map[SourceKind]struct{ reload, auto, exclude string }{
+	ConfigMap: {v1alpha1.ReloaderConfigMapReloadAnnotation, v1alpha1.ReloaderConfigMapAutoAnnotation, v1alpha1.ReloaderConfigMapExcludeAnnotation},
+	Secret:    {v1alpha1.ReloaderSecretReloadAnnotation, v1alpha1.ReloaderSecretAutoAnnotation, v1alpha1.ReloaderSecretExcludeAnnotation},
+}
+
+// Select reads what a workload asked to be rolled on from its annotations and its Pod
+// template's, with Reloader's annotations when reloader is true. It returns what it could read
+// and, when an annotation cannot be read, an error that names it.
+//
+// Our annotation (v1alpha1.ReloadAnnotation) is read on the workload: "true" for every
+// referenced ConfigMap and Secret, else a list of names. Reloader's are read as Reloader reads
+// them: for each kind, on the workload, or on the Pod template when the workload carries none of
+// that kind's reload, auto, typed auto and search annotations; the exclude annotations only on
+// the workload. Auto values are read with strconv.ParseBool (anything else is false), search
+// must be "true". A reload entry that is a valid object name is that name, literally (a dot in
+// it is not a wildcard); any other entry is an anchored regular expression.
+func Select(annotations, templateAnnotations map[string]string, reloader bool) (Selection, error) {
+	s := Selection{reloader: reloader, policies: map[SourceKind]*policy{}}
+	for _, kind := range SourceKinds {
+		s.policies[kind] = &policy{names: map[string]bool{}, excluded: map[string]bool{}}
+	}
+	var errs []error
+	if value, ok := annotations[v1alpha1.ReloadAnnotation]; ok {
+		errs = append(errs, s.readOurs(value))
+	}
+	if reloader {
+		for _, kind := range SourceKinds {
+			errs = append(errs, s.readReloader(kind, annotations, templateAnnotations))
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+// readOurs reads v1alpha1.ReloadAnnotation.
+func (s Selection) readOurs(value string) error {
+	if strings.TrimSpace(value) == "true" {
+		for _, p := range s.policies {
+			p.referenced = true
+		}
+		return nil
+	}
+	var errs []error
+	for _, entry := range strings.Split(value, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		kind, name := ConfigMap, entry
+		if prefix, rest, ok := strings.Cut(entry, "/"); ok {
+			switch strings.ToLower(prefix) {
+			case "configmap":
+				kind, name = ConfigMap, rest
+			case "secret":
+				kind, name = Secret, rest
+			default:
+				errs = append(errs, fmt.Errorf("%q is not NAME, secret/NAME or configmap/NAME", entry))
+				continue
+			}
+		}
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("%q is not a %s name: %s", entry, kind, strings.Join(msgs, "; ")))
+			continue
+		}
+		s.policies[kind].names[name] = true
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("annotation %s: %w", v1alpha1.ReloadAnnotation, errors.Join(errs...))
+	}
+	return nil
+}
+
+// readReloader reads Reloader's annotations for kind.
+func (s Selection) readReloader(kind SourceKind, annotations, templateAnnotations map[string]string) error {
+	keys := reloaderKeys[kind]
+	p := s.policies[kind]
+	for _, name := range splitList(annotations[keys.exclude]) {
+		p.excluded[name] = true
+	}
+	from, where := annotations, "the workload"
+	if !hasAny(annotations, keys.reload, v1alpha1.ReloaderAutoAnnotation, keys.auto, v1alpha1.ReloaderSearchAnnotation) {
+		from, where = templateAnnotations, "the Pod template"
+	}
+	if isTrue(from[v1alpha1.ReloaderAutoAnnotation]) || isTrue(from[keys.auto]) {
+		p.referenced = true
+	}
+	if from[v1alpha1.ReloaderSearchAnnotation] == "true" {
+		p.search = true
+	}
+	var errs []error
+	for _, entry := range splitList(from[keys.reload]) {
+		if len(validation.IsDNS1123Subdomain(entry)) == 0 {
+			p.names[entry] = true
+			continue
+		}
+		re, err := regexp.Compile("^(?:" + entry + ")$")
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%q is not a regular expression: %w", entry, err))
+			continue
+		}
+		p.patterns = append(p.patterns, re)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("annotation %s on %s: %w", keys.reload, where, errors.Join(errs...))
+	}
+	return nil
+}
+
+func hasAny(annotations map[string]string, keys ...string) bool {
+	for _, key := range keys {
+		if _, ok := annotations[key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func isTrue(value string) bool {
+	b, err := strconv.ParseBool(value)
+	return err == nil && b
+}
+
+// splitList splits a comma-separated list and drops empty entries.
+func splitList(value string) []string {
+	var out []string
+	for _, entry := range strings.Split(value, ",") {
+		if entry = strings.TrimSpace(entry); entry != "" {
+			out = append(out, entry)
+		}
+	}
+	return out
+}
+
+// OptedIn says whether the workload asked to be rolled on anything at all.
+func (s Selection) OptedIn() bool {
+	for _, p := range s.policies {
+		if p.referenced || p.search || len(p.names) > 0 || len(p.patterns) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Candidates returns the sources to read to know what the workload rolls on, sorted: the
+// named ones and, where the workload asked for them, the referenced ones; never the excluded
+// ones. Sources matched by a pattern come on top (ListsKind says when): finding them takes a
+// list of the namespace.
+func (s Selection) Candidates(refs map[Source]Use) []Source {
+	set := map[Source]bool{}
+	for kind, p := range s.policies {
+		for name := range p.names {
+			set[Source{Kind: kind, Name: name}] = true
+		}
+		if p.referenced || p.search {
+			for src := range refs {
+				if src.Kind == kind {
+					set[src] = true
+				}
+			}
+		}
+	}
+	var out []Source
+	for src := range set {
+		if !s.policies[src.Kind].excluded[src.Name] {
+			out = append(out, src)
+		}
+	}
+	slices.SortFunc(out, compareSources)
+	return out
+}
+
+// ListsKind says whether the workload rolls on names of kind that match a pattern: those are
+// found by listing the namespace's sources of kind and asking Matches.
+func (s Selection) ListsKind(kind SourceKind) bool { return len(s.policies[kind].patterns) > 0 }
+
+// Matches says whether a source of this name counts through a pattern (and is not excluded).
+func (s Selection) Matches(src Source) bool {
+	p := s.policies[src.Kind]
+	return p != nil && !p.excluded[src.Name] && p.matches(src.Name)
+}
+
+// Tracks says whether the workload rolls on src: referenced says whether the Pod template
+// references it; exists whether it exists, and then annotations are its own. A source that
+// does not exist counts when it would if it carried Reloader's match annotation and not its
+// ignore annotation: once created, it is read again.
+func (s Selection) Tracks(src Source, referenced bool, annotations map[string]string, exists bool) bool {
+	p := s.policies[src.Kind]
+	switch {
+	case p == nil, p.excluded[src.Name]:
+		return false
+	case exists && s.reloader && annotations[v1alpha1.ReloaderIgnoreAnnotation] == "true":
+		return false
+	case p.names[src.Name], p.matches(src.Name):
+		return true
+	case referenced && p.referenced:
+		return true
+	case referenced && p.search:
+		return !exists || annotations[v1alpha1.ReloaderMatchAnnotation] == "true"
+	}
+	return false
+}
+
+// IndexValues returns the values the shared index files a workload under: each source it may
+// roll on as Source.Key, and Wildcard(kind) when names of kind count through a pattern.
+func (s Selection) IndexValues(refs map[Source]Use) []string {
+	var out []string
+	for _, src := range s.Candidates(refs) {
+		out = append(out, src.Key())
+	}
+	for _, kind := range SourceKinds {
+		if s.ListsKind(kind) {
+			out = append(out, Wildcard(kind))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func compareSources(a, b Source) int {
+	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// LegacyReloadConfigMaps returns, sorted, the ConfigMaps that releases before Secrets were
+// read hashed into v1alpha1.ConfigHashAnnotation: with our annotation "true", every referenced
+// ConfigMap, else every listed name (all taken as ConfigMaps). The upgrade from those releases
+// recomputes that hash to tell whether the data changed meanwhile.
+func LegacyReloadConfigMaps(annotations map[string]string, spec *corev1.PodSpec) []string {
+	value, ok := annotations[v1alpha1.ReloadAnnotation]
+	if !ok {
+		return nil
+	}
+	if strings.TrimSpace(value) == "true" {
+		return ConfigMaps(spec)
+	}
+	names := splitList(value)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
