@@ -112,14 +112,7 @@ type electedWiring struct {
 // standbys), the HTTP trigger runs on every replica, and each group's election is a runnable
 // of the manager, which itself runs unelected.
 func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options, registry *sources.Registry, namespaces []string) (*electedWiring, error) {
-	id := o.LeaderElectionIdentity
-	if id == "" {
-		var err error
-		if id, err = identity(); err != nil {
-			return nil, err
-		}
-	}
-	namespace, err := leaderElectionNamespace(o.LeaderElectionNamespace)
+	id, namespace, err := o.electionIdentity()
 	if err != nil {
 		return nil, err
 	}
@@ -302,14 +295,7 @@ func (o *Options) ManagerLeaseLock(cfg *rest.Config, sel Selection) (resourceloc
 	if !o.LeaderElect || o.perControllerLeases() {
 		return nil, nil
 	}
-	id := o.LeaderElectionIdentity
-	if id == "" {
-		var err error
-		if id, err = identity(); err != nil {
-			return nil, err
-		}
-	}
-	namespace, err := leaderElectionNamespace(o.LeaderElectionNamespace)
+	id, namespace, err := o.electionIdentity()
 	if err != nil {
 		return nil, err
 	}
@@ -337,4 +323,17 @@ func LeaseNames(controllers []Controller) []string {
 		names = append(names, leases.LeaseName(LeaseNamePrefix, g.name))
 	}
 	return names
+}
+
+// electionIdentity returns who this replica is in its Leases (LeaderElectionIdentity, or the
+// host name and a random suffix) and the namespace of the Leases.
+func (o *Options) electionIdentity() (id, namespace string, err error) {
+	id = o.LeaderElectionIdentity
+	if id == "" {
+		if id, err = identity(); err != nil {
+			return "", "", err
+		}
+	}
+	namespace, err = leaderElectionNamespace(o.LeaderElectionNamespace)
+	return id, namespace, err
 }
