@@ -272,9 +272,12 @@ func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, curr
 }
 
 // specChanged says whether app's spec may have changed since the controller last carried it out
-// in full, which is when its fields on the Deployment and the Service may have to shrink.
+// in full, which is when its fields on the Deployment and the Service may have to shrink. A
+// MyApp of generation 1 has had one spec only, so whatever the controller created was made from
+// it, even by a replica killed before it could record that in status: the new leader has nothing
+// to take over.
 func specChanged(app *v1alpha1.MyApp) bool {
-	return app.Status.ObservedGeneration != app.Generation
+	return app.Generation > 1 && app.Status.ObservedGeneration != app.Generation
 }
 
 // nilIfAbsent returns obj as a client.Object, or an untyped nil when obj is a nil pointer:

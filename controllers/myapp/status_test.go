@@ -126,3 +126,25 @@ func condition(s v1alpha1.MyAppStatus, t string) metav1.Condition {
 	}
 	return metav1.Condition{}
 }
+
+// TestSpecChanged: the Deployment and the Service may have to shrink only when the spec changed
+// since the controller last carried it out; a MyApp that never changed has nothing to shrink,
+// even when no reconcile recorded it yet (a leader killed between its creates and its status).
+func TestSpecChanged(t *testing.T) {
+	for _, tc := range []struct {
+		generation, observed int64
+		want                 bool
+	}{
+		{generation: 1, observed: 0, want: false},
+		{generation: 1, observed: 1, want: false},
+		{generation: 2, observed: 1, want: true},
+		{generation: 2, observed: 0, want: true},
+		{generation: 3, observed: 3, want: false},
+	} {
+		app := &v1alpha1.MyApp{}
+		app.Generation, app.Status.ObservedGeneration = tc.generation, tc.observed
+		if got := specChanged(app); got != tc.want {
+			t.Errorf("generation %d, observed %d: specChanged = %v, want %v", tc.generation, tc.observed, got, tc.want)
+		}
+	}
+}
