@@ -269,19 +269,6 @@ func createMyAppsAndScalers(b *testing.B, c client.Client, ns string, n int) {
 func waitMyAppsConverged(b *testing.B, ns string, n int) {
 	b.Helper()
 	testenv.Eventually(b, 10*time.Minute, func() error {
-		var apps v1alpha1.MyAppList
-		if err := env.Client.List(context.Background(), &apps, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		done := 0
-		for _, app := range apps.Items {
-			if app.Status.ObservedGeneration == app.Generation {
-				done++
-			}
-		}
-		if done != n {
-			return fmt.Errorf("%d of %d MyApps converged", done, n)
-		}
-		return nil
+		return testenv.MyAppsConverged(context.Background(), env.Client, ns, n)
 	})
 }

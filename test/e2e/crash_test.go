@@ -37,20 +37,7 @@ func TestCrashSafety(t *testing.T) {
 	// The new manager waits out the killed one's Lease, then finishes the work.
 	startManager(t, kubeconfig, args, "--concurrency=myapp=4")
 	eventually(t, 5*time.Minute, func() error {
-		var apps v1alpha1.MyAppList
-		if err := c.admin.List(ctx, &apps, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		done := 0
-		for _, app := range apps.Items {
-			if app.Status.ObservedGeneration == app.Generation {
-				done++
-			}
-		}
-		if done != n {
-			return fmt.Errorf("%d of %d MyApps converged", done, n)
-		}
-		return nil
+		return testenv.MyAppsConverged(ctx, c.admin, ns, n)
 	})
 	checkOneOfEachPerMyApp(t, c, ns, n)
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/internal/testenv"
@@ -229,20 +228,7 @@ func killDuringCreation(t *testing.T, c *testCluster, ns string, replicas []*tes
 	}
 
 	eventually(t, 5*time.Minute, func() error {
-		var apps v1alpha1.MyAppList
-		if err := c.admin.List(ctx, &apps, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		done := 0
-		for _, app := range apps.Items {
-			if app.Status.ObservedGeneration == app.Generation {
-				done++
-			}
-		}
-		if done != failoverMyApps {
-			return fmt.Errorf("%d of %d MyApps converged", done, failoverMyApps)
-		}
-		return nil
+		return testenv.MyAppsConverged(ctx, c.admin, ns, failoverMyApps)
 	})
 	checkOneOfEachPerMyApp(t, c, ns, failoverMyApps)
 
