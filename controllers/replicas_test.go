@@ -745,3 +745,106 @@ func leaseGroup(name string) string {
 	}
 	return name
 }
+
+// TestConfigMapWatcherLeaderChangeRollsOnlyWhatChanged moves the configmapwatcher's Lease from
+// one replica to another while one ConfigMap's data and another's labels change, at a moment no
+// replica leads: the new leader rolls the workload of the first, once, and writes nothing to the
+// others, whose Pods already run with their data.
+func TestConfigMapWatcherLeaderChangeRollsOnlyWhatChanged(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "cmw-leader-")
+	names := []string{"data", "labels", "same"}
+	for _, name := range names {
+		labels := map[string]string{"app": name}
+		objs := []client.Object{
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"k": "v1"}},
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+				Annotations: map[string]string{v1alpha1.ReloadAnnotation: "true"}}, Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1", EnvFrom: []corev1.EnvFromSource{
+						{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}}}}}},
+			}},
+		}
+		for _, obj := range objs {
+			if err := env.Client.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deployments := func() map[string]appsv1.Deployment {
+		list := &appsv1.DeploymentList{}
+		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]appsv1.Deployment{}
+		for _, d := range list.Items {
+			out[d.Name] = d
+		}
+		return out
+	}
+	group := leaseGroup("configmapwatcher")
+	probe := testenv.FreeAddress(t)
+	args := []string{"--controllers=configmapwatcher", "--watch-namespaces=" + ns, "--resync-interval=0"}
+	first := startReplicas(t, "first", 1, ns, func(int) []string { return []string{"--health-probe-bind-address=" + probe} }, args...)[0]
+	waitHeld(t, ns, 30*time.Second, "", group)
+	second := startReplicas(t, "second", 1, ns, nil, args...)[0]
+	var baseline map[string]appsv1.Deployment
+	testenv.Eventually(t, 30*time.Second, func() error {
+		baseline = deployments()
+		for _, name := range names {
+			if baseline[name].Annotations[v1alpha1.ConfigStateAnnotation] == "" {
+				return fmt.Errorf("Deployment %s has no baseline yet", name)
+			}
+		}
+		return nil
+	})
+
+	// Neither replica can take the Lease now; once the first has stopped leading, nobody runs
+	// the configmapwatcher while the sources change.
+	second.cut.Store(true)
+	first.cut.Store(true)
+	testenv.Eventually(t, 20*time.Second, func() error {
+		for name, role := range readyRoles(t, probe) {
+			if strings.HasPrefix(name, group) && role != controllers.RoleStandby {
+				return fmt.Errorf("%s is %s for %s", first.id, role, name)
+			}
+		}
+		return nil
+	})
+	edit := func(name string, change func(*corev1.ConfigMap)) {
+		cm := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+			t.Fatal(err)
+		}
+		change(cm)
+		if err := env.Client.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("data", func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"k": "v2"} })
+	edit("labels", func(cm *corev1.ConfigMap) { cm.Labels = map[string]string{"changed": "labels-only"} })
+
+	second.cut.Store(false)
+	if got := waitHeld(t, ns, 20*time.Second, first.id, group)[group]; got != second.id {
+		t.Fatalf("the %s Lease went to %s, want %s", group, got, second.id)
+	}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if d := deployments()["data"]; d.Generation == baseline["data"].Generation {
+			return errors.New(`the Deployment of the changed ConfigMap has not rolled yet`)
+		}
+		return nil
+	})
+	// Time for a second roll or a stray write to show.
+	time.Sleep(3 * time.Second)
+	now := deployments()
+	if got, want := now["data"].Generation, baseline["data"].Generation+1; got != want {
+		t.Errorf("the Deployment of the changed ConfigMap is at generation %d, want %d: one roll", got, want)
+	}
+	for _, name := range []string{"labels", "same"} {
+		if now[name].ResourceVersion != baseline[name].ResourceVersion {
+			t.Errorf("Deployment %s was written after the leader change, though its data did not change:\nbefore %v\nafter  %v",
+				name, baseline[name].Annotations, now[name].Annotations)
+		}
+	}
+}

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/myapp"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -33,14 +32,14 @@ var objectResources = []string{"myapps", "myapps/status", "deployments", "servic
 //     with the same number of workers. Users compare myapp with what they would write
 //     themselves; x-peer is the issue's ratio;
 //   - the plain floor: only the writes any MyApp controller must make, as creates, by a plain
-//     client with as many workers;
-//   - the protocol floor: the same writes, but the Deployment and the Service applied with
-//     server-side apply, plus one Event per MyApp, as myapp makes them. It prices the protocol,
-//     so that x-protocol-floor shows what the controller itself adds.
+//     client with as many workers.
 //
 // It runs at 1, 4 and 8 workers: on a 2-core machine the API server is idle enough at 1 and
 // saturated at 4 and 8, where the wall times follow its CPU time per MyApp, which each phase
-// reports. Per round the phases rotate which goes first. It reports the medians of the rounds,
+// reports. The API server gets slower as a benchmark process goes on, so a phase that runs
+// later pays more: each run makes SWITCHBOARD_BENCH_ROUNDS rounds (2 by default) in which the
+// phases take turns, every odd round in the reverse order of the round before, so that every
+// phase runs as often before as after each other one. It reports the medians of the rounds,
 // the ratios, and for the two controllers the object writes per MyApp until convergence and the
 // writes in the window after it, counted by the API server; at 1 worker it then checks a steady
 // state that includes periodic resyncs of every MyApp.
@@ -50,15 +49,9 @@ func BenchmarkConvergence(b *testing.B) {
 	}
 }
 
-// roundsRun counts the rounds run in this process. Each round starts with a different phase:
-// the API server gets slower as a benchmark process goes on (its CPU time per MyApp grows from
-// run to run; the README's Performance section says by how much), and a fixed order would
-// charge that drift to whichever phase always runs last.
-var roundsRun int
-
 func benchConvergence(b *testing.B, workers int, checkSteady bool) {
 	n := testenv.BenchSetting("SWITCHBOARD_BENCH_MYAPPS", 1000)
-	rounds := testenv.BenchSetting("SWITCHBOARD_BENCH_ROUNDS", 1)
+	rounds := testenv.BenchSetting("SWITCHBOARD_BENCH_ROUNDS", 2)
 	steady := time.Duration(testenv.BenchSetting("SWITCHBOARD_BENCH_STEADY", 60)) * time.Second
 	after := time.Duration(testenv.BenchSetting("SWITCHBOARD_BENCH_AFTER", 15)) * time.Second
 	ctx := context.Background()
@@ -67,45 +60,50 @@ func benchConvergence(b *testing.B, workers int, checkSteady bool) {
 
 	// Warm up every path (the API server's first writes of a kind and namespace are slower),
 	// so that none pays it in the measured rounds.
-	runFloor(b, ctx, plainFloor, workers, 20)
-	runFloor(b, ctx, protocolFloor, workers, 20)
+	runFloor(b, ctx, workers, 20)
 	runPeer(b, ctx, workers, 20, 0)
 	runController(b, ctx, workers, 20, 0, false, 0)
 
-	var floors, protocolFloors, peers, controlled []phase
-	var peerRatios, floorRatios, protocolRatios []float64
+	var floors, peers, controlled []phase
+	var peerRatios, floorRatios []float64
 	for range b.N {
 		for round := range rounds {
-			var plain, protocol, peer, converged phase
+			var plain, peer, converged phase
 			phases := []func(){
-				func() { plain = runFloor(b, ctx, plainFloor, workers, n) },
-				func() { protocol = runFloor(b, ctx, protocolFloor, workers, n) },
+				func() { plain = runFloor(b, ctx, workers, n) },
 				func() { peer = runPeer(b, ctx, workers, n, after) },
 				func() {
 					converged = runController(b, ctx, workers, n, after, checkSteady && round == rounds-1, steady)
 				},
 			}
-			for i := range phases {
-				phases[(i+roundsRun)%len(phases)]()
+			for _, run := range roundOrder(phases, round) {
+				run()
 			}
-			roundsRun++
 			floors = append(floors, plain)
-			protocolFloors = append(protocolFloors, protocol)
 			peers = append(peers, peer)
 			controlled = append(controlled, converged)
 			peerRatios = append(peerRatios, converged.took.Seconds()/peer.took.Seconds())
 			floorRatios = append(floorRatios, converged.took.Seconds()/plain.took.Seconds())
-			protocolRatios = append(protocolRatios, converged.took.Seconds()/protocol.took.Seconds())
 		}
 	}
 	b.ReportMetric(float64(n), "myapps")
 	reportPhases(b, "floor-", floors, n)
-	reportPhases(b, "protocol-floor-", protocolFloors, n)
 	reportPhases(b, "peer-", peers, n)
 	reportPhases(b, "controller-", controlled, n)
 	b.ReportMetric(median(peerRatios), "x-peer")
 	b.ReportMetric(median(floorRatios), "x-floor")
-	b.ReportMetric(median(protocolRatios), "x-protocol-floor")
+}
+
+// roundOrder is the order of the phases in a round: an even round rotates them by half its
+// number, an odd round reverses the round before it.
+func roundOrder[T any](phases []T, round int) []T {
+	order := slices.Clone(phases)
+	shift := (round / 2) % len(order)
+	order = append(order[shift:], order[:shift]...)
+	if round%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
 }
 
 // phase is what one side of the comparison cost.
@@ -165,31 +163,20 @@ func reportPhases(b *testing.B, prefix string, phases []phase, n int) {
 	}
 }
 
-// floorKind is how a floor writes the Deployment and the Service.
-type floorKind int
-
-const (
-	// plainFloor creates them: the cheapest writes the API server has.
-	plainFloor floorKind = iota
-	// protocolFloor applies what the controller applies, under the controller's field
-	// manager, and records an Event per MyApp.
-	protocolFloor
-)
-
 // runFloor does, with a plain client and the given number of workers, for each of n MyApps:
-// create it, add the finalizer, write the Deployment and the Service as kind says, write
-// status. It returns the wall time and the API server's CPU time.
-func runFloor(b *testing.B, ctx context.Context, kind floorKind, workers, n int) phase {
+// create it, add the finalizer, create the Deployment and the Service, write status. It returns
+// the wall time and the API server's CPU time.
+func runFloor(b *testing.B, ctx context.Context, workers, n int) phase {
 	ns := env.Namespace(b, "floor-")
 	floor := timePhase(b, ctx, func() {
-		parallel(b, workers, n, func(i int) error { return floorWrites(ctx, kind, benchMyApp(ns, i)) })
+		parallel(b, workers, n, func(i int) error { return floorWrites(ctx, benchMyApp(ns, i)) })
 	})
 	clearNamespace(b, ctx, ns)
 	return floor
 }
 
 // floorWrites makes the writes of one MyApp, in the order a controller must make them.
-func floorWrites(ctx context.Context, kind floorKind, app *v1alpha1.MyApp) error {
+func floorWrites(ctx context.Context, app *v1alpha1.MyApp) error {
 	if err := env.Client.Create(ctx, app); err != nil {
 		return err
 	}
@@ -198,11 +185,7 @@ func floorWrites(ctx context.Context, kind floorKind, app *v1alpha1.MyApp) error
 	if err := env.Client.Patch(ctx, app, patch); err != nil {
 		return err
 	}
-	writeOwned := createOwned
-	if kind == protocolFloor {
-		writeOwned = applyOwned
-	}
-	if err := writeOwned(ctx, app); err != nil {
+	if err := createOwned(ctx, app); err != nil {
 		return err
 	}
 	app.Status.ObservedGeneration = app.Generation
@@ -234,30 +217,6 @@ func createOwned(ctx context.Context, app *v1alpha1.MyApp) error {
 		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: app.Spec.Port}}},
 	}
 	return env.Client.Create(ctx, svc)
-}
-
-// applyOwned applies app's Deployment and Service as the controller does, one after the
-// other, and records an Event about it, as the controller's recorder would.
-func applyOwned(ctx context.Context, app *v1alpha1.MyApp) error {
-	owner := client.FieldOwner(myapp.ControllerName)
-	if err := env.Client.Apply(ctx, myapp.DesiredDeployment(app), owner, client.ForceOwnership); err != nil {
-		return err
-	}
-	if err := env.Client.Apply(ctx, myapp.DesiredService(app), owner, client.ForceOwnership); err != nil {
-		return err
-	}
-	now := time.Now()
-	return env.Client.Create(ctx, &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Namespace: app.Namespace, Name: fmt.Sprintf("%s.%x", app.Name, now.UnixNano())},
-		EventTime:           metav1.NewMicroTime(now),
-		ReportingController: myapp.ControllerName,
-		ReportingInstance:   "benchmark",
-		Action:              "Apply",
-		Reason:              "Created",
-		Regarding:           corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MyApp", Namespace: app.Namespace, Name: app.Name, UID: app.UID},
-		Note:                "Created Deployment, created Service for MyApp " + app.Name,
-		Type:                corev1.EventTypeNormal,
-	})
 }
 
 // runController creates n MyApps with the given number of workers while a manager runs the
