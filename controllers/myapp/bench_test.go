@@ -69,16 +69,20 @@ func benchConvergence(b *testing.B, workers int, checkSteady bool) {
 	for range b.N {
 		for round := range rounds {
 			var plain, peer, converged phase
-			phases := []func(){
-				func() { plain = runFloor(b, ctx, workers, n) },
-				func() { peer = runPeer(b, ctx, workers, n, after) },
-				func() {
+			phases := []namedPhase{
+				{"floor", func() { plain = runFloor(b, ctx, workers, n) }},
+				{"peer", func() { peer = runPeer(b, ctx, workers, n, after) }},
+				{"controller", func() {
 					converged = runController(b, ctx, workers, n, after, checkSteady && round == rounds-1, steady)
-				},
+				}},
 			}
-			for _, run := range roundOrder(phases, round) {
-				run()
+			var order []string
+			for _, p := range roundOrder(phases, round) {
+				p.run()
+				order = append(order, p.name)
 			}
+			b.Logf("round %d, in the order %v: floor %.1f s, peer %.1f s, controller %.1f s", round, order,
+				plain.took.Seconds(), peer.took.Seconds(), converged.took.Seconds())
 			floors = append(floors, plain)
 			peers = append(peers, peer)
 			controlled = append(controlled, converged)
@@ -92,6 +96,12 @@ func benchConvergence(b *testing.B, workers int, checkSteady bool) {
 	reportPhases(b, "controller-", controlled, n)
 	b.ReportMetric(median(peerRatios), "x-peer")
 	b.ReportMetric(median(floorRatios), "x-floor")
+}
+
+// namedPhase is one phase of a round, named for the log.
+type namedPhase struct {
+	name string
+	run  func()
 }
 
 // roundOrder is the order of the phases in a round: an even round rotates them by half its
