@@ -279,7 +279,7 @@ func TestUnchangedDataWritesNothing(t *testing.T) {
 // long here so that a slow test machine cannot split the burst; the benchmark measures the
 // default.
 func TestBurstRollsOnce(t *testing.T) {
-	env.StartManager(t, "--controllers=configmapwatcher", "--reload-debounce=1s")
+	env.StartManager(t, "--controllers=configmapwatcher", "--reload-debounce=3s")
 	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
 		create(t, configMap(ns, "app", map[string]string{"k": "1"}), configMap(ns, "flags", map[string]string{"k": "1"}),
 			secret(ns, "db", map[string]string{"k": "1"}))
