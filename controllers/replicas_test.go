@@ -394,12 +394,8 @@ func TestStandbysAreReadyAndSayWhoLeads(t *testing.T) {
 			if !c.EnabledByDefault {
 				continue
 			}
-			group := c.Name
-			if c.Group != "" {
-				group = c.Group
-			}
 			want[c.Name] = controllers.RoleStandby
-			if leaders[group] == r.id {
+			if leaders[leaseGroup(c.Name)] == r.id {
 				want[c.Name] = controllers.RoleLeading
 			}
 		}

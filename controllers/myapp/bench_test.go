@@ -94,8 +94,8 @@ func benchConvergence(b *testing.B, workers int, checkSteady bool) {
 	reportPhases(b, "floor-", floors, n)
 	reportPhases(b, "peer-", peers, n)
 	reportPhases(b, "controller-", controlled, n)
-	b.ReportMetric(median(peerRatios), "x-peer")
-	b.ReportMetric(median(floorRatios), "x-floor")
+	b.ReportMetric(testenv.Median(peerRatios), "x-peer")
+	b.ReportMetric(testenv.Median(floorRatios), "x-floor")
 }
 
 // namedPhase is one phase of a round, named for the log.
@@ -107,9 +107,7 @@ type namedPhase struct {
 // roundOrder is the order of the phases in a round: an even round rotates them by half its
 // number, an odd round reverses the round before it.
 func roundOrder[T any](phases []T, round int) []T {
-	order := slices.Clone(phases)
-	shift := (round / 2) % len(order)
-	order = append(order[shift:], order[:shift]...)
+	order := testenv.Rotated(phases, round/2)
 	if round%2 == 1 {
 		slices.Reverse(order)
 	}
@@ -163,13 +161,13 @@ func reportPhases(b *testing.B, prefix string, phases []phase, n int) {
 		after = append(after, p.writesAfter)
 		events = append(events, p.events/float64(n))
 	}
-	b.ReportMetric(median(took), prefix+"s")
-	b.ReportMetric(median(cpu), prefix+"apiserver-cpu-ms/myapp")
-	b.ReportMetric(median(own), prefix+"process-cpu-ms/myapp")
+	b.ReportMetric(testenv.Median(took), prefix+"s")
+	b.ReportMetric(testenv.Median(cpu), prefix+"apiserver-cpu-ms/myapp")
+	b.ReportMetric(testenv.Median(own), prefix+"process-cpu-ms/myapp")
 	if strings.HasPrefix(prefix, "peer") || strings.HasPrefix(prefix, "controller") {
-		b.ReportMetric(median(writes), prefix+"writes/myapp")
-		b.ReportMetric(median(after), prefix+"writes-after")
-		b.ReportMetric(median(events), prefix+"events/myapp")
+		b.ReportMetric(testenv.Median(writes), prefix+"writes/myapp")
+		b.ReportMetric(testenv.Median(after), prefix+"writes-after")
+		b.ReportMetric(testenv.Median(events), prefix+"events/myapp")
 	}
 }
 
@@ -458,13 +456,4 @@ func sum(m map[string]float64, keys []string) float64 {
 		s += m[k]
 	}
 	return s
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

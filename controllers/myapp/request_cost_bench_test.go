@@ -3,7 +3,6 @@ package myapp_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -82,9 +81,7 @@ func BenchmarkRequestCost(b *testing.B) {
 	cpu := map[string][]float64{}
 	for range b.N {
 		for round := range rounds {
-			order := slices.Clone(requestKinds)
-			shift := round % len(order)
-			for _, kind := range append(order[shift:], order[:shift]...) {
+			for _, kind := range testenv.Rotated(requestKinds, round) {
 				ns := env.Namespace(b, "cost-")
 				apps := make([]*v1alpha1.MyApp, perRound)
 				for i := range apps {
@@ -93,25 +90,16 @@ func BenchmarkRequestCost(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				before, err := env.APIServerCPUSeconds(ctx)
+				perCall, err := env.APIServerCPUPerCall(ctx, perRound, func(i int) error { return kind.write(ctx, c, apps[i]) })
 				if err != nil {
-					b.Fatal(err)
+					b.Fatalf("%s: %v", kind.name, err)
 				}
-				for _, app := range apps {
-					if err := kind.write(ctx, c, app); err != nil {
-						b.Fatalf("%s: %v", kind.name, err)
-					}
-				}
-				after, err := env.APIServerCPUSeconds(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				cpu[kind.name] = append(cpu[kind.name], (after-before)*1000/float64(perRound))
+				cpu[kind.name] = append(cpu[kind.name], perCall)
 				clearNamespace(b, ctx, ns)
 			}
 		}
 	}
 	for _, kind := range requestKinds {
-		b.ReportMetric(median(cpu[kind.name]), kind.name+"-apiserver-cpu-ms/op")
+		b.ReportMetric(testenv.Median(cpu[kind.name]), kind.name+"-apiserver-cpu-ms/op")
 	}
 }

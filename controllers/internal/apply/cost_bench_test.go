@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -77,46 +76,25 @@ func BenchmarkWriteCost(b *testing.B) {
 			cpu := map[string][]float64{}
 			for range b.N {
 				for round := range rounds {
-					order := slices.Clone(writeModes)
-					rotate(order, round)
-					for _, mode := range order {
+					for _, mode := range testenv.Rotated(writeModes, round) {
 						ns := env.Namespace(b, "cost-")
-						before, err := env.APIServerCPUSeconds(ctx)
+						perCall, err := env.APIServerCPUPerCall(ctx, perRound, func(i int) error {
+							return mode.write(ctx, c, newObject(kind, ns, fmt.Sprintf("app-%d", i)))
+						})
 						if err != nil {
-							b.Fatal(err)
+							b.Fatalf("%s: %v", mode.name, err)
 						}
-						for i := range perRound {
-							if err := mode.write(ctx, c, newObject(kind, ns, fmt.Sprintf("app-%d", i))); err != nil {
-								b.Fatalf("%s: %v", mode.name, err)
-							}
-						}
-						after, err := env.APIServerCPUSeconds(ctx)
-						if err != nil {
-							b.Fatal(err)
-						}
-						cpu[mode.name] = append(cpu[mode.name], (after-before)*1000/float64(perRound))
+						cpu[mode.name] = append(cpu[mode.name], perCall)
 					}
 				}
 			}
 			for _, mode := range writeModes {
-				b.ReportMetric(median(cpu[mode.name]), mode.name+"-apiserver-cpu-ms/op")
+				b.ReportMetric(testenv.Median(cpu[mode.name]), mode.name+"-apiserver-cpu-ms/op")
 			}
-			b.ReportMetric(median(cpu["create"])/median(cpu["apply-validation-off"]), "create/apply-validation-off")
-			b.ReportMetric(median(cpu["apply-validation-off"])/median(cpu["apply"]), "apply-validation-off/apply")
+			b.ReportMetric(testenv.Median(cpu["create"])/testenv.Median(cpu["apply-validation-off"]), "create/apply-validation-off")
+			b.ReportMetric(testenv.Median(cpu["apply-validation-off"])/testenv.Median(cpu["apply"]), "apply-validation-off/apply")
 		})
 	}
-}
-
-// rotate moves the first n%len(s) items of s to its end.
-func rotate[T any](s []T, n int) {
-	n %= len(s)
-	copy(s, append(s[n:], s[:n]...))
-}
-
-func median(values []float64) float64 {
-	sorted := slices.Clone(values)
-	slices.Sort(sorted)
-	return sorted[len(sorted)/2]
 }
 
 // newObject returns the Deployment or the Service of a MyApp called name in ns.
