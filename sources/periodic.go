@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,24 +36,39 @@ type PeriodicResync struct {
 	Lists map[string]func() client.ObjectList
 }
 
-// Run resyncs until ctx ends. A failed list is logged and retried on the next tick.
+// Run resyncs once per Interval (with jitter) until ctx ends. The first resync comes one
+// interval after the start, not at it: a controller's informers enqueue every object they
+// list when it starts, and an immediate resync would only reconcile them all a second time.
 func (p PeriodicResync) Run(ctx context.Context, producer *Producer) error {
 	log := logf.FromContext(ctx).WithValues("source", string(producer.Source()))
-	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
-		for _, controller := range producer.Consumers() {
-			newList, ok := p.Lists[controller]
-			if !ok {
-				continue
-			}
-			sent, err := p.resync(ctx, producer, controller, newList())
-			if err != nil {
-				log.Error(err, "Periodic resync failed", "controller", controller, "sent", sent)
-				continue
-			}
-			log.V(1).Info("Periodic resync sent", "controller", controller, "sent", sent)
+	timer := time.NewTimer(wait.Jitter(p.Interval, PeriodicJitter))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
 		}
-	}, p.Interval, PeriodicJitter, true)
-	return nil
+		p.tick(ctx, producer, log)
+		timer.Reset(wait.Jitter(p.Interval, PeriodicJitter))
+	}
+}
+
+// tick sends every object of each consumer's primary kind once. A failed list is logged and
+// retried on the next tick.
+func (p PeriodicResync) tick(ctx context.Context, producer *Producer, log logr.Logger) {
+	for _, controller := range producer.Consumers() {
+		newList, ok := p.Lists[controller]
+		if !ok {
+			continue
+		}
+		sent, err := p.resync(ctx, producer, controller, newList())
+		if err != nil {
+			log.Error(err, "Periodic resync failed", "controller", controller, "sent", sent)
+			continue
+		}
+		log.V(1).Info("Periodic resync sent", "controller", controller, "sent", sent)
+	}
 }
 
 // resync sends one event per listed object to controller and returns how many it sent.
