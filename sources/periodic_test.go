@@ -150,7 +150,8 @@ func TestPeriodicWaitsAndRetriesOnAFullBuffer(t *testing.T) {
 	ticked := make(chan struct{})
 	go func() {
 		defer close(ticked)
-		p.tick(context.Background(), r.Producer(Periodic), logr.Discard())
+		// The test's context: a failed test does not leave the tick retrying forever.
+		p.tick(t.Context(), r.Producer(Periodic), logr.Discard())
 	}()
 
 	// A slow consumer: the buffer of one is full most of the time.
