@@ -13,7 +13,8 @@ const (
 )
 
 // MyApp condition types, besides ConditionReady. They mirror the owned Deployment's conditions of
-// the same names, so that "kubectl get ma -o yaml" answers without a second lookup.
+// the same names, once it reports them, so that "kubectl get ma -o yaml" answers without a
+// second lookup.
 const (
 	// ConditionAvailable mirrors the Deployment's Available condition: enough Pods are ready.
 	ConditionAvailable = "Available"
@@ -41,7 +42,9 @@ const (
 	ReasonNotAvailable = "NotAvailable"
 	// ReasonProgressDeadlineExceeded: the rollout made no progress within its deadline.
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
-	// ReasonNotReportedByDeployment: the Deployment has not reported the mirrored condition.
+	// ReasonNotReportedByDeployment: the Deployment no longer reports the mirrored condition
+	// (it was deleted and created anew); a mirrored condition appears only once the Deployment
+	// first reports it.
 	ReasonNotReportedByDeployment = "NotReportedByDeployment"
 )
 

@@ -42,8 +42,8 @@ func computeStatus(app *v1alpha1.MyApp, seen observation) v1alpha1.MyAppStatus {
 	} else {
 		status.ReadyReplicas = 0
 	}
-	meta.SetStatusCondition(&status.Conditions, mirror(d, appsv1.DeploymentAvailable, v1alpha1.ConditionAvailable, gen))
-	meta.SetStatusCondition(&status.Conditions, mirror(d, appsv1.DeploymentProgressing, v1alpha1.ConditionProgressing, gen))
+	mirror(&status, d, appsv1.DeploymentAvailable, v1alpha1.ConditionAvailable, gen)
+	mirror(&status, d, appsv1.DeploymentProgressing, v1alpha1.ConditionProgressing, gen)
 	ready := readyCondition(app, seen)
 	meta.SetStatusCondition(&status.Conditions, ready)
 
@@ -54,24 +54,34 @@ func computeStatus(app *v1alpha1.MyApp, seen observation) v1alpha1.MyAppStatus {
 	return status
 }
 
-// mirror copies the Deployment's condition of type from as the MyApp condition of type to.
-func mirror(d *appsv1.Deployment, from appsv1.DeploymentConditionType, to string, gen int64) metav1.Condition {
+// mirror copies the Deployment's condition of type from into status as the condition of type
+// to. The copy appears once the Deployment first reports its condition, not as an Unknown
+// placeholder before (the API conventions read an absent condition as Unknown, and the Ready
+// condition already says what is pending): the first status of every new MyApp is written
+// before the Deployment controller has seen the Deployment, and placeholders made that write
+// costlier for every MyApp of a burst (README, Performance, has the figure). Once there, the copy
+// stays, Unknown while the Deployment does not report the condition (a Deployment deleted and
+// created anew), so that a condition never disappears.
+func mirror(status *v1alpha1.MyAppStatus, d *appsv1.Deployment, from appsv1.DeploymentConditionType, to string, gen int64) {
 	c := metav1.Condition{Type: to, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonNotReportedByDeployment, ObservedGeneration: gen,
-		Message: fmt.Sprintf("the Deployment has not reported %s yet", from)}
-	if d == nil {
-		return c
-	}
-	for _, dc := range d.Status.Conditions {
-		if dc.Type != from {
-			continue
+		Message: fmt.Sprintf("the Deployment does not report %s", from)}
+	reported := false
+	if d != nil {
+		for _, dc := range d.Status.Conditions {
+			if dc.Type != from {
+				continue
+			}
+			reported = true
+			c.Status = metav1.ConditionStatus(dc.Status)
+			if dc.Reason != "" {
+				c.Reason = dc.Reason
+			}
+			c.Message = dc.Message
 		}
-		c.Status = metav1.ConditionStatus(dc.Status)
-		if dc.Reason != "" {
-			c.Reason = dc.Reason
-		}
-		c.Message = dc.Message
 	}
-	return c
+	if reported || meta.FindStatusCondition(status.Conditions, to) != nil {
+		meta.SetStatusCondition(&status.Conditions, c)
+	}
 }
 
 // readyCondition says whether the MyApp serves as asked, and if not, the first reason why.

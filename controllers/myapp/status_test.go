@@ -29,18 +29,27 @@ var (
 
 func TestComputeStatus(t *testing.T) {
 	for _, tc := range []struct {
-		name          string
-		seen          observation
-		deleting      bool
-		wantPhase     v1alpha1.MyAppPhase
-		wantReady     metav1.ConditionStatus
-		wantReason    string
+		name string
+		seen observation
+		// mirrored: the status holds the mirrored conditions from an earlier Deployment.
+		mirrored   bool
+		deleting   bool
+		wantPhase  v1alpha1.MyAppPhase
+		wantReady  metav1.ConditionStatus
+		wantReason string
+		// wantAvailable is the mirrored Available condition's status, "" for none.
 		wantAvailable metav1.ConditionStatus
 		wantReplicas  int32
 		wantObserved  int64
 	}{
-		{name: "no Deployment yet", seen: observation{applied: true},
+		{name: "no Deployment yet: nothing mirrored", seen: observation{applied: true},
 			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonDeploymentPending,
+			wantObserved: 4},
+		{name: "Deployment not reporting yet: nothing mirrored", seen: observation{applied: true, deployment: deploymentWith(1, 0, 0, 0)},
+			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonRolloutPending,
+			wantObserved: 4},
+		{name: "mirrored before, Deployment created anew", mirrored: true, seen: observation{applied: true, deployment: deploymentWith(1, 0, 0, 0)},
+			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonRolloutPending,
 			wantAvailable: metav1.ConditionUnknown, wantObserved: 4},
 		{name: "rollout not observed", seen: observation{applied: true, deployment: deploymentWith(2, 1, 3, 3, available, progressing)},
 			wantPhase: v1alpha1.MyAppPending, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonRolloutPending,
@@ -62,7 +71,7 @@ func TestComputeStatus(t *testing.T) {
 			wantAvailable: metav1.ConditionFalse, wantReplicas: 1, wantObserved: 4},
 		{name: "name conflict keeps the old observedGeneration", seen: observation{blocked: &blocker{Reason: v1alpha1.ReasonServiceConflict, Message: "taken"}},
 			wantPhase: v1alpha1.MyAppFailed, wantReady: metav1.ConditionFalse, wantReason: v1alpha1.ReasonServiceConflict,
-			wantAvailable: metav1.ConditionUnknown, wantObserved: 3},
+			wantObserved: 3},
 		{name: "failed write keeps the old observedGeneration", seen: observation{deployment: deploymentWith(2, 2, 3, 3, available, progressing)},
 			wantPhase: v1alpha1.MyAppRunning, wantReady: metav1.ConditionTrue, wantReason: v1alpha1.ReasonAllReplicasReady,
 			wantAvailable: metav1.ConditionTrue, wantReplicas: 3, wantObserved: 3},
@@ -77,6 +86,9 @@ func TestComputeStatus(t *testing.T) {
 			if tc.deleting {
 				app.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 			}
+			if tc.mirrored {
+				app.Status = computeStatus(app, observation{applied: true, deployment: deploymentWith(4, 4, 3, 3, available, progressing)})
+			}
 			got := computeStatus(app, tc.seen)
 			if got.Phase != tc.wantPhase || got.ReadyReplicas != tc.wantReplicas || got.ObservedGeneration != tc.wantObserved {
 				t.Errorf("phase %q readyReplicas %d observedGeneration %d, want %q %d %d",
@@ -87,7 +99,10 @@ func TestComputeStatus(t *testing.T) {
 				t.Errorf("Ready = %s %s (generation %d), want %s %s (generation 4)", ready.Status, ready.Reason, ready.ObservedGeneration, tc.wantReady, tc.wantReason)
 			}
 			if got := condition(got, v1alpha1.ConditionAvailable).Status; got != tc.wantAvailable {
-				t.Errorf("Available = %s, want %s", got, tc.wantAvailable)
+				t.Errorf("Available = %q, want %q", got, tc.wantAvailable)
+			}
+			if available, progressing := condition(got, v1alpha1.ConditionAvailable), condition(got, v1alpha1.ConditionProgressing); (available.Type == "") != (progressing.Type == "") {
+				t.Errorf("Available %+v and Progressing %+v: the Deployment reports both or neither here", available, progressing)
 			}
 		})
 	}
