@@ -86,6 +86,7 @@ func TestOverlays(t *testing.T) {
 			}
 			t.Run("secrets", func(t *testing.T) { checkSecretReaders(t, objs) })
 			t.Run("crds", func(t *testing.T) { checkCRDs(t, objs, components) })
+			t.Run("finalizer-policy", func(t *testing.T) { checkFinalizerPolicy(t, objs, components) })
 			t.Run("security", func(t *testing.T) { checkSecurity(t, objs) })
 			t.Run("leases", func(t *testing.T) { checkLeaseRBAC(t, objs, components) })
 			t.Run("replicas", func(t *testing.T) { checkReplicas(t, objs) })
@@ -437,6 +438,32 @@ func readGenerated(t *testing.T, component string) (*rbacv1.ClusterRole, []*rbac
 // components' controllers reconcile or keep (a VerticalScaler's checkpoints): every primary kind
 // of the group has its CRD, and the CRDs are those of the group's resources the controllers'
 // generated ClusterRoles name, by plural.
+// checkFinalizerPolicy: the admission policy that sets the MyApp finalizer at creation is
+// installed exactly where the myapp controller runs, bound to the policy; without the
+// controller, a MyApp would get a finalizer nobody removes.
+func checkFinalizerPolicy(t *testing.T, objs []*unstructured.Unstructured, components []string) {
+	var policies, bindings []string
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case "MutatingAdmissionPolicy":
+			policies = append(policies, obj.GetName())
+		case "MutatingAdmissionPolicyBinding":
+			name, _, _ := unstructured.NestedString(obj.Object, "spec", "policyName")
+			bindings = append(bindings, name)
+		}
+	}
+	var want []string
+	if slices.Contains(components, "myapp") {
+		want = []string{"switchboard-myapp-finalizer"}
+	}
+	if diff := cmp.Diff(want, policies); diff != "" {
+		t.Errorf("MutatingAdmissionPolicies for the components %v (-want +got):\n%s", components, diff)
+	}
+	if diff := cmp.Diff(want, bindings); diff != "" {
+		t.Errorf("policies bound for the components %v (-want +got):\n%s", components, diff)
+	}
+}
+
 func checkCRDs(t *testing.T, objs []*unstructured.Unstructured, components []string) {
 	listed := map[string]bool{}
 	for _, name := range components {

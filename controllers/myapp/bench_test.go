@@ -27,7 +27,8 @@ import (
 var objectResources = []string{"myapps", "myapps/status", "deployments", "services"}
 
 // BenchmarkConvergence converges N MyApps with the myapp controller, as shipped (the default
-// flags but for --concurrency), and, in the same run and from the same starting cluster:
+// flags but for --concurrency, and the myapp component's finalizer policy, which sets the
+// finalizer as a MyApp is created), and, in the same run and from the same starting cluster:
 //   - the peer: a MyApp controller written the seed's way (seedReconciler), in this process,
 //     with the same number of workers. Users compare myapp with what they would write
 //     themselves; x-peer is the ratio;
@@ -230,11 +231,15 @@ func createOwned(ctx context.Context, app *v1alpha1.MyApp) error {
 // runController creates n MyApps with the given number of workers while a manager runs the
 // myapp controller with that concurrency, and returns the time until every one converged (with
 // the API server's CPU time meanwhile) and the controller's writes until then and in the window
-// after. When checkSteady is set it then restarts the manager (a forced resync of every MyApp)
-// with a periodic resync, watches a steady window, and reports what was written.
+// after. The namespace is bound by the myapp component's finalizer policy, as installing
+// Switchboard (config/default) binds every namespace; the peer and the floor run without it,
+// as a controller of one's own would. When checkSteady is set it then restarts the manager (a
+// forced resync of every MyApp) with a periodic resync, watches a steady window, and reports
+// what was written.
 func runController(b *testing.B, ctx context.Context, workers, n int, after time.Duration, checkSteady bool, steady time.Duration) phase {
 	// The manager watches only this round's namespace: the floor's MyApps are not its business.
 	ns := env.Namespace(b, "converge-")
+	defer env.BindFinalizerPolicy(b, ns)()
 	m := startBenchManager(b, ns, workers, "0")
 	converged := converge(b, ctx, m.GetCache(), ns, workers, n, after)
 	m.Stop()

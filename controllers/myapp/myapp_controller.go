@@ -104,7 +104,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// ensureFinalizer adds the finalizer before anything is created for the MyApp.
+// ensureFinalizer adds the finalizer before anything is created for the MyApp, when the API
+// server did not set it at creation (the myapp component's finalizer policy does).
 func (r *Reconciler) ensureFinalizer(ctx context.Context, app *v1alpha1.MyApp) error {
 	if controllerutil.ContainsFinalizer(app, v1alpha1.MyAppFinalizer) {
 		return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -201,8 +202,9 @@ func readObject(t *testing.T, path string) *unstructured.Unstructured {
 	return obj
 }
 
-func TestBuildRefusesWhatABundleCannotCarry(t *testing.T) {
-	base := `apiVersion: v1
+// minimalManifests are the fewest objects Build makes a bundle of: a ServiceAccount, the
+// Deployment running as it, and a CRD.
+const minimalManifests = `apiVersion: v1
 kind: ServiceAccount
 metadata: {name: sa, namespace: ns}
 ---
@@ -225,6 +227,8 @@ spec:
   names: {kind: Thing, plural: things}
   versions: [{name: v1, storage: true, served: true}]
 `
+
+func TestBuildRefusesWhatABundleCannotCarry(t *testing.T) {
 	tests := []struct {
 		name    string
 		extra   string
@@ -238,7 +242,7 @@ spec:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, err := decode([]byte(base + "---\n" + tt.extra))
+			objs, err := decode([]byte(minimalManifests + "---\n" + tt.extra))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,5 +257,28 @@ spec:
 				t.Fatalf("Build error %v, want one containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestBuildLeavesOutTheFinalizerPolicy: the myapp component's admission policy is installed by
+// kustomize but not by OLM, and leaving it out of the bundle is not an error.
+func TestBuildLeavesOutTheFinalizerPolicy(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "config", "components", "myapp", "finalizer_policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests := minimalManifests + "---\n" + string(data)
+	objs, err := decode([]byte(manifests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Build(objs, nil, Options{Version: "1.0.0"})
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	for name, content := range files {
+		if bytes.Contains(content, []byte("MutatingAdmissionPolicy")) {
+			t.Errorf("bundle/%s carries the finalizer policy", name)
+		}
 	}
 }

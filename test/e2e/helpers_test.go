@@ -3,22 +3,21 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,22 +46,19 @@ func (c *testCluster) kubectl(t *testing.T, args ...string) string {
 }
 
 // deploy applies a kustomization of config/ as `kubectl apply --server-side -k` and waits for
-// its CRDs. It returns the manager's container args from the rendered Deployment.
+// its CRDs, and for its MyApp finalizer policy to take effect when it has one. It returns the
+// manager's container args from the rendered Deployment.
 func (c *testCluster) deploy(t *testing.T, kustomization string) []string {
 	t.Helper()
 	dir := filepath.Join(root, "config", kustomization)
 	var args []string
 	var crds []string
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(c.kubectl(t, "kustomize", dir)), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	finalizerPolicy := false
+	objs, err := testenv.DecodeManifests(strings.NewReader(c.kubectl(t, "kustomize", dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
 		switch obj.GetKind() {
 		case "CustomResourceDefinition":
 			crds = append(crds, "crd/"+obj.GetName())
@@ -72,6 +68,8 @@ func (c *testCluster) deploy(t *testing.T, kustomization string) []string {
 				t.Fatal(err)
 			}
 			args = d.Spec.Template.Spec.Containers[0].Args
+		case "MutatingAdmissionPolicy":
+			finalizerPolicy = true
 		}
 	}
 	if args == nil {
@@ -79,7 +77,29 @@ func (c *testCluster) deploy(t *testing.T, kustomization string) []string {
 	}
 	c.kubectl(t, "apply", "--server-side", "-k", dir)
 	c.waitEstablished(t, crds...)
+	if finalizerPolicy {
+		c.waitFinalizerPolicy(t)
+	}
 	return args
+}
+
+// waitFinalizerPolicy waits until the API server sets the MyApp finalizer at creation, as the
+// myapp component's admission policy asks: a server-side dry run of a create shows it. The
+// policy takes effect a moment after it is applied, and until the API server has read the
+// schema of a new CRD it answers a MyApp create with 503 (README, The controllers).
+func (c *testCluster) waitFinalizerPolicy(t *testing.T) {
+	t.Helper()
+	eventually(t, time.Minute, func() error {
+		probe := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "finalizer-policy-probe"},
+			Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080}}
+		if err := c.admin.Create(context.Background(), probe, client.DryRunAll); err != nil {
+			return err
+		}
+		if !slices.Contains(probe.Finalizers, v1alpha1.MyAppFinalizer) {
+			return fmt.Errorf("a MyApp is created with the finalizers %v", probe.Finalizers)
+		}
+		return nil
+	})
 }
 
 // waitEstablished waits until the API server serves the named CRDs ("crd/NAME").
@@ -151,16 +171,23 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	testenv.Poll(t, timeout, 250*time.Millisecond, check)
 }
 
-// createMyApp creates a MyApp running nginx:1.27.
+// createMyApp creates a MyApp running nginx:1.27. A kube-apiserver that has just started
+// answers a MyApp create with 503 until its admission policy plugin has read the MyApp schema
+// (it polls the OpenAPI every 5 s): that answer is retried, as a client of a restarted API
+// server would.
 func createMyApp(t *testing.T, c *testCluster, ns, name string, replicas int32) {
 	t.Helper()
-	app := &v1alpha1.MyApp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: replicas, Port: 8080},
-	}
-	if err := c.admin.Create(context.Background(), app); err != nil {
-		t.Fatal(err)
-	}
+	eventually(t, 30*time.Second, func() error {
+		app := &v1alpha1.MyApp{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: replicas, Port: 8080},
+		}
+		err := c.admin.Create(context.Background(), app)
+		if err != nil && !apierrors.IsServiceUnavailable(err) {
+			t.Fatal(err)
+		}
+		return err
+	})
 }
 
 // waitDeployments waits until ns holds at least n Deployments.

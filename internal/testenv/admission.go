@@ -1,0 +1,119 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+)
+
+// FinalizerPolicyFile is the myapp component's MutatingAdmissionPolicy and its binding, which
+// set the MyApp finalizer at creation, relative to the module root.
+var FinalizerPolicyFile = filepath.Join("config", "components", "myapp", "finalizer_policy.yaml")
+
+// BindFinalizerPolicy installs the myapp component's finalizer policy as `kubectl apply -k
+// config/default` does, with its binding limited to namespace ns, so that other tests, and a
+// benchmark's phases that stand for a controller installed without it, run without it. It waits
+// until the API server sets the finalizer on a MyApp created in ns (a dry-run create: the
+// policy takes effect a moment after it is created, and the API server answers a create with
+// 503 until it knows the MyApp schema). The returned function removes the binding; it runs when
+// the test ends too.
+func (e *Env) BindFinalizerPolicy(t testing.TB, ns string) func() {
+	t.Helper()
+	ctx := context.Background()
+	policy, binding, err := finalizerPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, policy); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating the finalizer policy: %v", err)
+	}
+	binding.SetName(binding.GetName() + "-" + ns)
+	selector := map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}
+	if err := unstructured.SetNestedField(binding.Object, selector, "spec", "matchResources", "namespaceSelector"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, binding); err != nil {
+		t.Fatalf("binding the finalizer policy to %s: %v", ns, err)
+	}
+	unbind := func() {
+		if err := e.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("removing the finalizer policy's binding to %s: %v", ns, err)
+		}
+	}
+	t.Cleanup(unbind)
+	Poll(t, time.Minute, 100*time.Millisecond, func() error {
+		probe := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "finalizer-policy-probe"},
+			Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080}}
+		if err := e.Client.Create(ctx, probe, client.DryRunAll); err != nil {
+			return err
+		}
+		if !slices.Contains(probe.Finalizers, v1alpha1.MyAppFinalizer) {
+			return fmt.Errorf("a MyApp created in %s gets the finalizers %v", ns, probe.Finalizers)
+		}
+		return nil
+	})
+	return unbind
+}
+
+// finalizerPolicy reads the policy and its binding from FinalizerPolicyFile.
+func finalizerPolicy() (policy, binding *unstructured.Unstructured, err error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(filepath.Join(root, FinalizerPolicyFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { _ = f.Close() }()
+	objs, err := DecodeManifests(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", FinalizerPolicyFile, err)
+	}
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case "MutatingAdmissionPolicy":
+			policy = obj
+		case "MutatingAdmissionPolicyBinding":
+			binding = obj
+		}
+	}
+	if policy == nil || binding == nil {
+		return nil, nil, fmt.Errorf("%s holds no MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding", FinalizerPolicyFile)
+	}
+	return policy, binding, nil
+}
+
+// DecodeManifests reads the objects of a multi-document YAML (or JSON) stream, such as the
+// output of `kubectl kustomize`.
+func DecodeManifests(r io.Reader) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if obj.Object != nil {
+			objs = append(objs, obj)
+		}
+	}
+}
