@@ -79,7 +79,7 @@ func TestListControllers(t *testing.T) {
 		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
 	}
 	for _, want := range []string{
-		"NAME", "DEFAULT", "INDEXES", "SOURCES", "WATCHES",
+		"NAME", "DEFAULT", "WORKERS", "INDEXES", "SOURCES", "WATCHES",
 		"myapp", "MyApp", "Deployment (owns), Service (owns)",
 		"verticalscaler", "VerticalScaler:spec.deploymentName",
 		"GROUP", "configmapwatcher-deployments", "configmapwatcher-cronjobs", "CronJob",

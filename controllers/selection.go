@@ -95,14 +95,34 @@ func KnownControllers(table []Controller) string {
 
 // ParseConcurrency parses --concurrency, a comma-separated list of name=workers, into a map
 // from controller name to its number of concurrent reconciles. A group name sets each of its
-// controllers; a controller's own entry wins over its group's.
+// controllers; a controller's own entry wins over its group's, and a controller named by
+// neither gets its row's DefaultWorkers (absent from the map when that is 0: one worker).
 func ParseConcurrency(table []Controller, value string) (map[string]int, error) {
-	known, groups := names(table)
-	out := map[string]int{}
-	if strings.TrimSpace(value) == "" {
-		return out, nil
+	given, err := parseWorkers(table, value)
+	if err != nil {
+		return nil, err
 	}
+	out := map[string]int{}
+	for _, c := range table {
+		if n, ok := given[c.Name]; ok {
+			out[c.Name] = n
+		} else if n, ok := given[c.Group]; ok && c.Group != "" {
+			out[c.Name] = n
+		} else if c.DefaultWorkers > 0 {
+			out[c.Name] = c.DefaultWorkers
+		}
+	}
+	return out, nil
+}
+
+// parseWorkers returns the workers --concurrency gives each name it lists, a controller's or a
+// group's.
+func parseWorkers(table []Controller, value string) (map[string]int, error) {
+	known, groups := names(table)
 	given := map[string]int{}
+	if strings.TrimSpace(value) == "" {
+		return given, nil
+	}
 	for _, item := range strings.Split(value, ",") {
 		name, count, ok := strings.Cut(strings.TrimSpace(item), "=")
 		if !ok || name == "" {
@@ -120,14 +140,7 @@ func ParseConcurrency(table []Controller, value string) (map[string]int, error) 
 		}
 		given[name] = n
 	}
-	for _, c := range table {
-		if n, ok := given[c.Name]; ok {
-			out[c.Name] = n
-		} else if n, ok := given[c.Group]; ok && c.Group != "" {
-			out[c.Name] = n
-		}
-	}
-	return out, nil
+	return given, nil
 }
 
 // Names returns the names of the selected controllers, in table order.

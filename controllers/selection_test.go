@@ -14,11 +14,11 @@ import (
 	"github.com/example/switchboard/sources"
 )
 
-// testTable has a controller that "*" leaves off, which the real table does not, and a group of
-// two.
+// testTable has a controller that "*" leaves off, which the real table does not, a group of
+// two, and a controller with a default number of workers.
 var testTable = []Controller{
 	{Name: "alpha", EnabledByDefault: true},
-	{Name: "beta", EnabledByDefault: true},
+	{Name: "beta", EnabledByDefault: true, DefaultWorkers: 3},
 	{Name: "gamma", EnabledByDefault: false},
 	{Name: "grp-one", Group: "grp", EnabledByDefault: true},
 	{Name: "grp-two", Group: "grp", EnabledByDefault: true},
@@ -85,9 +85,10 @@ func TestParseConcurrency(t *testing.T) {
 		want    map[string]int
 		wantErr string
 	}{
-		{value: "", want: map[string]int{}},
-		{value: "alpha=4", want: map[string]int{"alpha": 4}},
+		{value: "", want: map[string]int{"beta": 3}},
+		{value: "alpha=4", want: map[string]int{"alpha": 4, "beta": 3}},
 		{value: "alpha=4, beta=2", want: map[string]int{"alpha": 4, "beta": 2}},
+		{value: "beta=1", want: map[string]int{"beta": 1}},
 		{value: "alpha", wantErr: `"alpha" is not name=workers`},
 		{value: "=4", wantErr: `"=4" is not name=workers`},
 		{value: "nope=1", wantErr: `unknown controller "nope"`},
@@ -96,9 +97,9 @@ func TestParseConcurrency(t *testing.T) {
 		{value: "alpha=x", wantErr: "from 1 to 1000"},
 		{value: "alpha=1001", wantErr: "from 1 to 1000"},
 		{value: "alpha=1,alpha=2", wantErr: `"alpha" is given twice`},
-		{value: "grp=4", want: map[string]int{"grp-one": 4, "grp-two": 4}},
-		{value: "grp=4,grp-two=1", want: map[string]int{"grp-one": 4, "grp-two": 1}},
-		{value: "grp-two=1, grp=4", want: map[string]int{"grp-one": 4, "grp-two": 1}},
+		{value: "grp=4", want: map[string]int{"beta": 3, "grp-one": 4, "grp-two": 4}},
+		{value: "grp=4,grp-two=1", want: map[string]int{"beta": 3, "grp-one": 4, "grp-two": 1}},
+		{value: "grp-two=1, grp=4", want: map[string]int{"beta": 3, "grp-one": 4, "grp-two": 1}},
 		{value: "grp=1,grp=2", wantErr: `"grp" is given twice`},
 		{value: "grp=0", wantErr: "from 1 to 1000"},
 	} {

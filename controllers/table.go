@@ -40,6 +40,9 @@ type Controller struct {
 	Group string
 	// EnabledByDefault says whether "*" enables it.
 	EnabledByDefault bool
+	// DefaultWorkers is the number of concurrent reconciles when --concurrency names neither
+	// the controller nor its group; 0 means controller-runtime's default, 1.
+	DefaultWorkers int
 	// For is the primary kind: one reconcile per object of this kind.
 	For client.Object
 	// ForPredicates filter the events of the primary kind.
@@ -148,8 +151,11 @@ func Table() []Controller {
 		{
 			Name:             myapp.ControllerName,
 			EnabledByDefault: true,
-			For:              &v1alpha1.MyApp{},
-			ForPredicates:    []predicate.Predicate{myapp.SpecOrDeletionChanged()},
+			// A burst of new MyApps converges 1.5x faster with 4 workers than with 1, and 8
+			// are no faster than 4 on a 2-core control plane (README, Performance).
+			DefaultWorkers: 4,
+			For:            &v1alpha1.MyApp{},
+			ForPredicates:  []predicate.Predicate{myapp.SpecOrDeletionChanged()},
 			Watches: []Watch{
 				{Object: &appsv1.Deployment{}, How: Owns, Predicates: []predicate.Predicate{myapp.NotCreated()}},
 				{Object: &corev1.Service{}, How: Owns, Predicates: []predicate.Predicate{myapp.NotCreated()}},

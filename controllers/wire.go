@@ -313,12 +313,13 @@ func kindOf(obj client.Object) string {
 // PrintTable writes the controller table as aligned columns.
 func PrintTable(w io.Writer, table []Controller) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tGROUP\tDEFAULT\tFOR\tWATCHES\tINDEXES\tSOURCES")
+	fmt.Fprintln(tw, "NAME\tGROUP\tDEFAULT\tWORKERS\tFOR\tWATCHES\tINDEXES\tSOURCES")
 	for _, c := range table {
 		def := "on"
 		if !c.EnabledByDefault {
 			def = "off"
 		}
+		workers := max(1, c.DefaultWorkers)
 		var watches, indexes, srcs []string
 		for _, w := range c.Watches {
 			watches = append(watches, kindOf(w.Object)+" ("+string(w.How)+")")
@@ -329,7 +330,7 @@ func PrintTable(w io.Writer, table []Controller) error {
 		for _, s := range c.Sources {
 			srcs = append(srcs, string(s))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, orNone([]string{c.Group}), def, kindOf(c.For),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c.Name, orNone([]string{c.Group}), def, workers, kindOf(c.For),
 			orNone(watches), orNone(indexes), orNone(srcs))
 	}
 	return tw.Flush()

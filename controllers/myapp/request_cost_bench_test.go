@@ -25,7 +25,8 @@ type requestKind struct {
 }
 
 var requestKinds = []requestKind{
-	// myapp adds its finalizer with a merge patch guarded by the resourceVersion.
+	// Without the finalizer admission policy, myapp adds its finalizer with a merge patch
+	// guarded by the resourceVersion.
 	{"finalizer-patch", func(ctx context.Context, c client.Client, app *v1alpha1.MyApp) error {
 		patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(app, v1alpha1.MyAppFinalizer)
@@ -36,8 +37,9 @@ var requestKinds = []requestKind{
 		controllerutil.AddFinalizer(app, v1alpha1.MyAppFinalizer)
 		return c.Update(ctx, app)
 	}},
-	// myapp's first status: its three conditions, phase and observed generation, as a merge
-	// patch of the status subresource.
+	// myapp's first status: its Ready condition (Available and Progressing come once the
+	// Deployment reports them), phase and observed generation, as a merge patch of the status
+	// subresource.
 	{"status-patch", func(ctx context.Context, c client.Client, app *v1alpha1.MyApp) error {
 		before := app.DeepCopy()
 		created := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: app.Name, Generation: 1}}
