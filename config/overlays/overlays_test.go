@@ -10,9 +10,7 @@ package overlays_test
 
 import (
 	"bytes"
-	"errors"
 	"flag"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,11 +26,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/internal/manifests"
 )
 
 // The names the manifests give the manager's objects.
@@ -162,21 +160,11 @@ func render(t *testing.T, kubectl, dir string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
 	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatalf("decoding the output of kubectl kustomize %s: %v", dir, err)
-		}
-		if obj.Object != nil {
-			objs = append(objs, obj)
-		}
+	objs, err := manifests.Decode(out)
+	if err != nil {
+		t.Fatalf("decoding the output of kubectl kustomize %s: %v", dir, err)
 	}
+	return objs
 }
 
 // find returns the objects of kind, converted to T.
@@ -404,16 +392,11 @@ func readGenerated(t *testing.T, component string) (*rbacv1.ClusterRole, []*rbac
 	}
 	var clusterRole *rbacv1.ClusterRole
 	var roles []*rbacv1.Role
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	objs, err := manifests.Decode(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, obj := range objs {
 		switch obj.GetKind() {
 		case "ClusterRole":
 			clusterRole = &rbacv1.ClusterRole{}

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/example/switchboard/internal/manifests"
 )
 
 // root is the module root, from this package's directory.
@@ -64,7 +66,7 @@ func TestBundleIsCurrent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kubectl kustomize config/%s: %v", dir, err)
 		}
-		objs, err := decode(out)
+		objs, err := manifests.Decode(out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +244,7 @@ func TestBuildRefusesWhatABundleCannotCarry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, err := decode([]byte(minimalManifests + "---\n" + tt.extra))
+			objs, err := manifests.Decode([]byte(minimalManifests + "---\n" + tt.extra))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,8 +269,8 @@ func TestBuildLeavesOutTheFinalizerPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifests := minimalManifests + "---\n" + string(data)
-	objs, err := decode([]byte(manifests))
+	stream := minimalManifests + "---\n" + string(data)
+	objs, err := manifests.Decode([]byte(stream))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,7 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,10 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/manifests"
 )
 
 // FinalizerPolicyFile is the myapp component's MutatingAdmissionPolicy and its binding, which
@@ -75,12 +73,11 @@ func finalizerPolicy() (policy, binding *unstructured.Unstructured, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := os.Open(filepath.Join(root, FinalizerPolicyFile))
+	data, err := os.ReadFile(filepath.Join(root, FinalizerPolicyFile))
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() { _ = f.Close() }()
-	objs, err := DecodeManifests(f)
+	objs, err := manifests.Decode(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading %s: %w", FinalizerPolicyFile, err)
 	}
@@ -96,24 +93,4 @@ func finalizerPolicy() (policy, binding *unstructured.Unstructured, err error) {
 		return nil, nil, fmt.Errorf("%s holds no MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding", FinalizerPolicyFile)
 	}
 	return policy, binding, nil
-}
-
-// DecodeManifests reads the objects of a multi-document YAML (or JSON) stream, such as the
-// output of `kubectl kustomize`.
-func DecodeManifests(r io.Reader) ([]*unstructured.Unstructured, error) {
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if obj.Object != nil {
-			objs = append(objs, obj)
-		}
-	}
 }

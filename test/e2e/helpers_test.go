@@ -23,6 +23,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/internal/manifests"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -54,7 +55,7 @@ func (c *testCluster) deploy(t *testing.T, kustomization string) []string {
 	var args []string
 	var crds []string
 	finalizerPolicy := false
-	objs, err := testenv.DecodeManifests(strings.NewReader(c.kubectl(t, "kustomize", dir)))
+	objs, err := manifests.Decode([]byte(c.kubectl(t, "kustomize", dir)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,15 @@ import (
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/internal/manifests"
 )
 
-// Apply creates or updates the objects of manifests (YAML documents separated by "---", or
-// JSON) by server-side apply under fieldManager, in order. An object of a namespaced kind
+// Apply creates or updates the objects of docs (YAML documents separated by "---", or JSON)
+// by server-side apply under fieldManager, in order. An object of a namespaced kind
 // without a namespace goes to "default", as kubectl would put it with the default context.
-func (c *Cluster) Apply(ctx context.Context, fieldManager string, manifests []byte) error {
-	objs, err := decodeObjects(manifests)
+func (c *Cluster) Apply(ctx context.Context, fieldManager string, docs []byte) error {
+	objs, err := manifests.Decode(docs)
 	if err != nil {
 		return err
 	}

@@ -1,17 +1,16 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/example/switchboard/internal/manifests"
 )
 
 // controllerManagerArgs runs every controller of kube-controller-manager (garbage collection,
@@ -109,7 +108,7 @@ func fakeNode(name string) *corev1.Node {
 // the Nodes never become Ready, without a Pod stage no Pod does, and without any kwok exits
 // with "no stages found".
 func checkStages(data []byte) error {
-	docs, err := decodeObjects(data)
+	docs, err := manifests.Decode(data)
 	if err != nil {
 		return err
 	}
@@ -137,7 +136,7 @@ func checkStages(data []byte) error {
 // the fake Nodes name for metrics-server. Without the Metric metrics-server finds nothing to
 // scrape; without usage every Pod uses nothing.
 func checkKwokMetrics(data []byte) error {
-	docs, err := decodeObjects(data)
+	docs, err := manifests.Decode(data)
 	if err != nil {
 		return err
 	}
@@ -163,28 +162,4 @@ func checkKwokMetrics(data []byte) error {
 		return fmt.Errorf("no Metric with path %s", resourceMetricsPathPattern)
 	}
 	return nil
-}
-
-// decodeObjects decodes the objects of a stream of YAML (separated by "---") or JSON
-// documents, skipping empty documents.
-func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for i := 1; ; i++ {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		if obj.Object == nil {
-			continue
-		}
-		if obj.GetAPIVersion() == "" || obj.GetKind() == "" {
-			return nil, fmt.Errorf("document %d has no apiVersion or kind", i)
-		}
-		objs = append(objs, obj)
-	}
 }
