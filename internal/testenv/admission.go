@@ -18,9 +18,9 @@ import (
 	"github.com/example/switchboard/internal/manifests"
 )
 
-// FinalizerPolicyFile is the myapp component's MutatingAdmissionPolicy and its binding, which
+// finalizerPolicyFile is the myapp component's MutatingAdmissionPolicy and its binding, which
 // set the MyApp finalizer at creation, relative to the module root.
-var FinalizerPolicyFile = filepath.Join("config", "components", "myapp", "finalizer_policy.yaml")
+var finalizerPolicyFile = filepath.Join("config", "components", "myapp", "finalizer_policy.yaml")
 
 // BindFinalizerPolicy installs the myapp component's finalizer policy as `kubectl apply -k
 // config/default` does, with its binding limited to namespace ns, so that other tests, and a
@@ -53,33 +53,40 @@ func (e *Env) BindFinalizerPolicy(t testing.TB, ns string) func() {
 		}
 	}
 	t.Cleanup(unbind)
-	Poll(t, time.Minute, 100*time.Millisecond, func() error {
-		probe := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "finalizer-policy-probe"},
-			Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080}}
-		if err := e.Client.Create(ctx, probe, client.DryRunAll); err != nil {
-			return err
-		}
-		if !slices.Contains(probe.Finalizers, v1alpha1.MyAppFinalizer) {
-			return fmt.Errorf("a MyApp created in %s gets the finalizers %v", ns, probe.Finalizers)
-		}
-		return nil
-	})
+	Poll(t, time.Minute, 100*time.Millisecond, func() error { return FinalizerSetAtCreation(ctx, e.Client, ns) })
 	return unbind
 }
 
-// finalizerPolicy reads the policy and its binding from FinalizerPolicyFile.
+// FinalizerSetAtCreation says whether the API server sets the MyApp finalizer on a MyApp
+// created in ns, as the myapp component's finalizer policy asks, by a server-side dry run of a
+// create. Until the policy takes effect (a moment after it is applied) the error says which
+// finalizers the MyApp got; until the API server has read the schema of a new CRD, it is the
+// API server's 503.
+func FinalizerSetAtCreation(ctx context.Context, c client.Client, ns string) error {
+	probe := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "finalizer-policy-probe"},
+		Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080}}
+	if err := c.Create(ctx, probe, client.DryRunAll); err != nil {
+		return err
+	}
+	if !slices.Contains(probe.Finalizers, v1alpha1.MyAppFinalizer) {
+		return fmt.Errorf("a MyApp created in %s gets the finalizers %v", ns, probe.Finalizers)
+	}
+	return nil
+}
+
+// finalizerPolicy reads the policy and its binding from finalizerPolicyFile.
 func finalizerPolicy() (policy, binding *unstructured.Unstructured, err error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(root, FinalizerPolicyFile))
+	data, err := os.ReadFile(filepath.Join(root, finalizerPolicyFile))
 	if err != nil {
 		return nil, nil, err
 	}
 	objs, err := manifests.Decode(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", FinalizerPolicyFile, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", finalizerPolicyFile, err)
 	}
 	for _, obj := range objs {
 		switch obj.GetKind() {
@@ -90,7 +97,7 @@ func finalizerPolicy() (policy, binding *unstructured.Unstructured, err error) {
 		}
 	}
 	if policy == nil || binding == nil {
-		return nil, nil, fmt.Errorf("%s holds no MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding", FinalizerPolicyFile)
+		return nil, nil, fmt.Errorf("%s holds no MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding", finalizerPolicyFile)
 	}
 	return policy, binding, nil
 }

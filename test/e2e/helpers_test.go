@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,21 +84,11 @@ func (c *testCluster) deploy(t *testing.T, kustomization string) []string {
 }
 
 // waitFinalizerPolicy waits until the API server sets the MyApp finalizer at creation, as the
-// myapp component's admission policy asks: a server-side dry run of a create shows it. The
-// policy takes effect a moment after it is applied, and until the API server has read the
-// schema of a new CRD it answers a MyApp create with 503 (README, The controllers).
+// myapp component's admission policy asks (README, The controllers).
 func (c *testCluster) waitFinalizerPolicy(t *testing.T) {
 	t.Helper()
 	eventually(t, time.Minute, func() error {
-		probe := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "finalizer-policy-probe"},
-			Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080}}
-		if err := c.admin.Create(context.Background(), probe, client.DryRunAll); err != nil {
-			return err
-		}
-		if !slices.Contains(probe.Finalizers, v1alpha1.MyAppFinalizer) {
-			return fmt.Errorf("a MyApp is created with the finalizers %v", probe.Finalizers)
-		}
-		return nil
+		return testenv.FinalizerSetAtCreation(context.Background(), c.admin, metav1.NamespaceDefault)
 	})
 }
 
