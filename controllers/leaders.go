@@ -238,7 +238,7 @@ func (w *electedWiring) term(g group) leases.Term {
 		// it. A new producer starts from the checkpoints, as after a restart.
 		for _, c := range g.controllers {
 			for _, p := range c.Producers {
-				if !p.On(w.opts) {
+				if !p.On() {
 					continue
 				}
 				run, err := p.New(w.mgr, w.opts)

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -30,7 +29,6 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/metricsauth"
-	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/sources"
 )
 
@@ -85,28 +83,12 @@ type Options struct {
 	SyncPeriod             time.Duration
 	ResyncInterval         time.Duration
 	SourceBufferSize       int
-	UsageSource            string
-	UsageInterval          time.Duration
-	CheckpointInterval     time.Duration
 	TriggerBindAddress     string
 	TriggerTokenFile       string
 	TriggerSecure          bool
 	TriggerCertDir         string
-	ReloaderAnnotations    bool
-	ReloadDebounce         time.Duration
-	ConfigDigestKeySecret  string
 	Zap                    zap.Options
 }
-
-// DefaultReloadDebounce is --reload-debounce's default: the gaps between a helm upgrade's
-// changes, made as fast as a client makes them, are mostly shorter, and a single change, which
-// waits it out, still reaches the Pod template within issue 16's latency target. A longer delay
-// missed that target (README, Performance, has BenchmarkDebounce's measurements).
-const DefaultReloadDebounce = 20 * time.Millisecond
-
-// DefaultConfigDigestKeySecret is the name of the configmapwatcher's digest key Secret in the
-// manager's namespace.
-const DefaultConfigDigestKeySecret = "switchboard-config-digest-key"
 
 // serviceAccountNamespaceFile is where a Pod finds its namespace.
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -131,15 +113,7 @@ func NewOptions() *Options {
 		SyncPeriod:       10 * time.Hour,
 		ResyncInterval:   10 * time.Minute,
 		SourceBufferSize: sources.DefaultBufferSize,
-		UsageSource:      recommender.UsageFromMetricsAPI,
-		UsageInterval:    recommender.DefaultUsageInterval,
-		// A restart loses at most this much usage history (README, the verticalscaler).
-		CheckpointInterval: recommender.DefaultCheckpointInterval,
-		TriggerSecure:      true,
-		// Reloader's annotations are honoured, so that replacing Reloader needs no manifest
-		// change.
-		ReloaderAnnotations: true,
-		ReloadDebounce:      DefaultReloadDebounce,
+		TriggerSecure:    true,
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
 		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
 	}
@@ -166,17 +140,26 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers relist every watched object from the API server.")
 	fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval, "How often the periodic source re-enqueues every primary object of each controller; 0 turns it off.")
 	fs.IntVar(&o.SourceBufferSize, "source-buffer-size", o.SourceBufferSize, "Events each controller's channel of each source holds before new ones are dropped and counted.")
-	fs.StringVar(&o.UsageSource, "usage-source", o.UsageSource, "Where the verticalscaler's metrics source reads Pod usage: "+strings.Join(recommender.UsageSources, ", ")+" ('pod-annotations' reads "+recommender.UsageAnnotationPrefix+"<container> annotations such as 'cpu=250m,memory=128Mi', for clusters without metrics-server).")
-	fs.DurationVar(&o.UsageInterval, "usage-interval", o.UsageInterval, "How often the metrics source reads Pod usage.")
-	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "Least time between two writes of a VerticalScaler's usage history to its VerticalScalerCheckpoint, which a restarted or newly elected manager reads back; 0 neither writes nor reads checkpoints.")
 	fs.StringVar(&o.TriggerBindAddress, "trigger-bind-address", o.TriggerBindAddress, "Address of the HTTP trigger (POST /trigger/{controller} with {\"namespace\", \"name\"} or a list), for example ':8082'; empty turns it off. Needs --trigger-token-file.")
 	fs.StringVar(&o.TriggerTokenFile, "trigger-token-file", o.TriggerTokenFile, "File holding the bearer token that callers of the HTTP trigger must present; read at start.")
 	fs.BoolVar(&o.TriggerSecure, "trigger-secure", o.TriggerSecure, "Serve the HTTP trigger over HTTPS (HTTP/1.1 only).")
 	fs.StringVar(&o.TriggerCertDir, "trigger-cert-dir", o.TriggerCertDir, "Directory holding tls.crt and tls.key for the HTTP trigger, reloaded when they change; empty serves a self-signed certificate generated at start.")
-	fs.BoolVar(&o.ReloaderAnnotations, "reloader-annotations", o.ReloaderAnnotations, "Make the configmapwatcher honour Stakater Reloader's annotations (reloader.stakater.com/auto, .../search and .../match, .../ignore, configmap.reloader.stakater.com/reload, ...) as well as app.example.com/reload.")
-	fs.DurationVar(&o.ReloadDebounce, "reload-debounce", o.ReloadDebounce, "How long the configmapwatcher waits after a ConfigMap or Secret change before reading the workloads' data, so that changes made together roll a workload once; 0 reads at once.")
-	fs.StringVar(&o.ConfigDigestKeySecret, "config-digest-key-secret", o.ConfigDigestKeySecret, "The Secret, NAME or NAMESPACE/NAME, holding the key of the configmapwatcher's digests, created with a random key when missing; by default "+DefaultConfigDigestKeySecret+" in the manager's namespace ($POD_NAMESPACE, else the ServiceAccount's, else --leader-election-namespace, else 'default').")
 	o.Zap.BindFlags(fs)
+	for _, flags := range controllerFlags(table) {
+		flags.AddFlags(fs)
+	}
+}
+
+// controllerFlags returns the controllers' own options in the table, each once: the rows of a
+// group share theirs.
+func controllerFlags(table []Controller) []ControllerFlags {
+	var out []ControllerFlags
+	for _, c := range table {
+		if c.Flags != nil && !slices.Contains(out, c.Flags) {
+			out = append(out, c.Flags)
+		}
+	}
+	return out
 }
 
 // Selection is what the flags resolve to: the controllers to run and their concurrency.
@@ -210,19 +193,15 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		return Selection{}, fmt.Errorf("--resync-interval must not be negative, got %s", o.ResyncInterval)
 	case o.SourceBufferSize < 1:
 		return Selection{}, fmt.Errorf("--source-buffer-size must be at least 1, got %d", o.SourceBufferSize)
-	case !slices.Contains(recommender.UsageSources, o.UsageSource):
-		return Selection{}, fmt.Errorf("--usage-source must be one of %s, got %q", strings.Join(recommender.UsageSources, ", "), o.UsageSource)
-	case o.UsageInterval <= 0:
-		return Selection{}, fmt.Errorf("--usage-interval must be positive, got %s", o.UsageInterval)
-	case o.CheckpointInterval < 0:
-		return Selection{}, fmt.Errorf("--checkpoint-interval must not be negative, got %s", o.CheckpointInterval)
 	case o.TriggerBindAddress != "" && o.TriggerTokenFile == "":
 		return Selection{}, errors.New("--trigger-bind-address needs --trigger-token-file: the HTTP trigger never runs without a token")
-	case o.ReloadDebounce < 0:
-		return Selection{}, fmt.Errorf("--reload-debounce must not be negative, got %s", o.ReloadDebounce)
 	}
-	if _, err := o.digestKeySecret(); err != nil {
-		return Selection{}, err
+	// Every controller's, selected or not, as kube-controller-manager validates them: a bad
+	// value is a mistake whichever controllers run.
+	for _, flags := range controllerFlags(table) {
+		if err := flags.Validate(); err != nil {
+			return Selection{}, err
+		}
 	}
 	if err := o.validateLeaderElection(); err != nil {
 		return Selection{}, err
@@ -256,38 +235,18 @@ func (o *Options) perControllerLeases() bool {
 	return o.LeaderElect && o.LeaderElectScope == ScopeController
 }
 
-// digestKeySecret resolves --config-digest-key-secret: NAME or NAMESPACE/NAME, the namespace
-// being the manager's own by default.
-func (o *Options) digestKeySecret() (types.NamespacedName, error) {
-	value := o.ConfigDigestKeySecret
-	if value == "" {
-		value = DefaultConfigDigestKeySecret
-	}
-	namespace, name, qualified := strings.Cut(value, "/")
-	if !qualified {
-		namespace, name = managerNamespace(o.LeaderElectionNamespace), value
-	}
-	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
-		return types.NamespacedName{}, fmt.Errorf("--config-digest-key-secret: %q is not a namespace name: %s", namespace, strings.Join(errs, "; "))
-	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return types.NamespacedName{}, fmt.Errorf("--config-digest-key-secret: %q is not a Secret name: %s", name, strings.Join(errs, "; "))
-	}
-	return types.NamespacedName{Namespace: namespace, Name: name}, nil
-}
-
 // managerNamespace is the namespace the manager runs in: $POD_NAMESPACE (the manifests set it
 // from the downward API), else the ServiceAccount's, else the leader election's, else
 // "default", for `make run` on a local cluster.
-func managerNamespace(leaderElectionNamespace string) string {
+func (o *Options) managerNamespace() string {
 	if ns := strings.TrimSpace(os.Getenv("POD_NAMESPACE")); ns != "" {
 		return ns
 	}
 	if data, err := os.ReadFile(serviceAccountNamespaceFile); err == nil && strings.TrimSpace(string(data)) != "" {
 		return strings.TrimSpace(string(data))
 	}
-	if leaderElectionNamespace != "" {
-		return leaderElectionNamespace
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace
 	}
 	return metav1.NamespaceDefault
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -116,13 +115,38 @@ func TestRejectsNonFiniteQPS(t *testing.T) {
 	}
 }
 
-func TestRejectsNegativeCheckpointInterval(t *testing.T) {
-	o := NewOptions()
-	if o.CheckpointInterval != 10*time.Minute {
-		t.Errorf("--checkpoint-interval defaults to %s, want 10m", o.CheckpointInterval)
-	}
-	o.CheckpointInterval = -time.Second
-	if _, err := o.Resolve(Table()); err == nil || !strings.Contains(err.Error(), "--checkpoint-interval must not be negative") {
-		t.Errorf("Resolve() = %v, want a --checkpoint-interval error", err)
+// TestControllerFlagsValidated: each controller's own flags are bound through its row, once
+// for a group, and Resolve refuses a bad value naming the flag, whichever controllers run.
+func TestControllerFlagsValidated(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--checkpoint-interval=10m", "--usage-interval=30s", "--usage-source=off"}, ""},
+		{[]string{"--checkpoint-interval=-1s"}, "--checkpoint-interval must not be negative"},
+		{[]string{"--usage-interval=0"}, "--usage-interval must be positive"},
+		{[]string{"--usage-source=prometheus"}, "--usage-source must be one of"},
+		{[]string{"--controllers=myapp", "--usage-source=prometheus"}, "--usage-source must be one of"},
+		{[]string{"--reload-debounce=-1ms"}, "--reload-debounce must not be negative"},
+		{[]string{"--config-digest-key-secret=Team_A/key"}, "is not a namespace name"},
+		{[]string{"--config-digest-key-secret=ns/Bad_Name"}, "is not a Secret name"},
+		{[]string{"--config-digest-key-secret=ns/key", "--reloader-annotations=false"}, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			table := Table()
+			o := NewOptions()
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			o.BindFlags(fs, table) // binding a group's flags twice would panic here
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			_, err := o.Resolve(table)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Resolve() = %v, want no error", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Resolve() = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }

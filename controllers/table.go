@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"flag"
 	"fmt"
 	"maps"
 	"slices"
@@ -65,8 +66,22 @@ type Controller struct {
 	// only when this is the only selected controller that watches the kind, and the trim then
 	// replaces the managed-fields rule above.
 	Trims []Trim
-	// New returns the controller's reconciler on mgr, configured by the flags.
+	// Flags are the controller's own options, which live in its package: the manager binds
+	// them beside its own flags and Resolve validates them. The rows of one group share one
+	// value; nil for a controller without flags.
+	Flags ControllerFlags
+	// New returns the controller's reconciler on mgr, configured by the manager's flags and
+	// its own.
 	New func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error)
+}
+
+// ControllerFlags are a controller's own options, as kube-controller-manager keeps one options
+// struct per controller: their flags, and what is wrong with their values.
+type ControllerFlags interface {
+	// AddFlags binds the options to fs.
+	AddFlags(fs *flag.FlagSet)
+	// Validate says what is wrong with the values, naming the flag.
+	Validate() error
 }
 
 // How says how a controller watches a secondary kind.
@@ -128,7 +143,7 @@ type Producer struct {
 	// Source names the source; the controller's row lists it in Sources too.
 	Source sources.Name
 	// On says whether the flags switch the producer on.
-	On func(o *Options) bool
+	On func() bool
 	// New returns the producer's loop on mgr.
 	New func(mgr ctrl.Manager, o *Options) (sources.Run, error)
 }
@@ -145,8 +160,10 @@ type Trim struct {
 func Table() []Controller {
 	// The verticalscaler's usage poller and its controller share the latest reports.
 	usageReports := &recommender.Reports{}
-	// The configmapwatcher's controllers share their watches and digest key.
+	scaling := verticalscaler.NewOptions()
+	// The configmapwatcher's controllers share their watches, digest key and options.
 	reload := &configmapwatcher.Shared{}
+	reloadOptions := configmapwatcher.NewOptions()
 	return []Controller{
 		{
 			Name:             myapp.ControllerName,
@@ -177,13 +194,14 @@ func Table() []Controller {
 			},
 			Indexes: []indexers.Index{indexers.VerticalScalerByDeploymentName},
 			Sources: []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
+			Flags:   scaling,
 			Producers: []Producer{{
 				Source: recommender.Source,
-				On:     func(o *Options) bool { return o.UsageSource != recommender.UsageOff },
-				New: func(mgr ctrl.Manager, o *Options) (sources.Run, error) {
+				On:     scaling.ReadsUsage,
+				New: func(mgr ctrl.Manager, _ *Options) (sources.Run, error) {
 					// Pods and PodMetrics are read per targeted Deployment, uncached: caching
 					// every Pod of the cluster would cost far more memory than the reads.
-					usage, err := recommender.NewUsageReader(o.UsageSource, mgr.GetAPIReader())
+					usage, err := recommender.NewUsageReader(scaling.UsageSource, mgr.GetAPIReader())
 					if err != nil {
 						return nil, err
 					}
@@ -192,9 +210,9 @@ func Table() []Controller {
 					usageReports.Clear()
 					// Checkpoints are read uncached too: each once, after a restart or a leader
 					// change.
-					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetAPIReader(), Usage: usage, Interval: o.UsageInterval,
+					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetAPIReader(), Usage: usage, Interval: scaling.UsageInterval,
 						Threshold: recommender.Tolerance, Reports: usageReports,
-						CheckpointInterval: o.CheckpointInterval, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
+						CheckpointInterval: scaling.CheckpointInterval, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
 						FieldManager: verticalscaler.ControllerName, Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}
 					return poller.Run, nil
 				},
@@ -207,21 +225,21 @@ func Table() []Controller {
 		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of
 		// source (ConfigMaps, Secrets) and namespace, and the digest key.
-		configMapWatcherRow(reload, configmapwatcher.Deployments, indexers.DeploymentBySource),
-		configMapWatcherRow(reload, configmapwatcher.StatefulSets, indexers.StatefulSetBySource),
-		configMapWatcherRow(reload, configmapwatcher.DaemonSets, indexers.DaemonSetBySource),
-		configMapWatcherRow(reload, configmapwatcher.CronJobs, indexers.CronJobBySource),
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.Deployments, indexers.DeploymentBySource),
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.StatefulSets, indexers.StatefulSetBySource),
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.DaemonSets, indexers.DaemonSetBySource),
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.CronJobs, indexers.CronJobBySource),
 	}
 }
 
 // configMapWatcherRow is the configmapwatcher's row for the workload kind k: the opted-in
 // workloads of the kind, cached and trimmed; ConfigMaps and Secrets through the shared
 // uncached watches, mapped through the kind's index of sources.
-func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, k configmapwatcher.Kind[T], index indexers.Index) Controller {
+func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags *configmapwatcher.Options, k configmapwatcher.Kind[T], index indexers.Index) Controller {
 	watch := func(kind podrefs.SourceKind) Watch {
 		return Watch{Object: metadataOnly(corev1.SchemeGroupVersion.WithKind(string(kind))), How: Uncached,
 			Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
-				return configmapwatcher.Changes(shared, mgr, namespaces, kind, k, o.configMapWatcher())
+				return configmapwatcher.Changes(shared, mgr, namespaces, kind, k, flags.Settings(o.managerNamespace()))
 			}}
 	}
 	return Controller{
@@ -234,21 +252,15 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, k con
 		Indexes:          []indexers.Index{index},
 		Sources:          []sources.Name{sources.Periodic, sources.HTTPTrigger},
 		Trims:            []Trim{{Object: k.New(), Transform: k.Trim}},
+		Flags:            flags,
 		New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {
 			namespaces, err := o.namespaces()
 			if err != nil {
 				return nil, err
 			}
-			return configmapwatcher.NewReconciler(shared, mgr, slices.Sorted(maps.Keys(namespaces)), k, o.configMapWatcher())
+			return configmapwatcher.NewReconciler(shared, mgr, slices.Sorted(maps.Keys(namespaces)), k, flags.Settings(o.managerNamespace()))
 		},
 	}
-}
-
-// configMapWatcher returns the configmapwatcher's settings. Call Resolve first: it validates
-// what this assumes valid.
-func (o *Options) configMapWatcher() configmapwatcher.Settings {
-	secret, _ := o.digestKeySecret()
-	return configmapwatcher.Settings{ReloaderAnnotations: o.ReloaderAnnotations, Debounce: o.ReloadDebounce, DigestKeySecret: secret}
 }
 
 // metadataOnly returns the object of a metadata-only watch of gvk.

@@ -207,7 +207,7 @@ func (o *Options) sourceOn(c Controller, name sources.Name) bool {
 	}
 	for _, p := range c.Producers {
 		if p.Source == name {
-			return p.On(o)
+			return p.On()
 		}
 	}
 	return false
@@ -233,7 +233,7 @@ func addProducers(mgr ctrl.Manager, registry *sources.Registry, controllers []Co
 	}
 	for _, c := range controllers {
 		for _, p := range c.Producers {
-			if !p.On(o) {
+			if !p.On() {
 				continue
 			}
 			run, err := p.New(mgr, o)

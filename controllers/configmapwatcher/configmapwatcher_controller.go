@@ -24,7 +24,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Settings are the configmapwatcher's flags.
+// Settings are the configmapwatcher's options, resolved for the running manager.
 type Settings struct {
 	// ReloaderAnnotations: honour Stakater Reloader's annotations as well as ours.
 	ReloaderAnnotations bool
