@@ -14,8 +14,28 @@ K8S_BIN ?= $(LOCALBIN)/k8s
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 export KUBEBUILDER_ASSETS
 
-# The manager binary, built the same way here and in the Dockerfile.
-GO_BUILD_MANAGER = CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o
+# What the manager says it is (`manager --version`, its first log line, switchboard_build_info),
+# from git: GOFLAGS may hold -buildvcs=false, and a Docker build has no .git. VERSION is `git
+# describe` of the newest v* tag, or a Go-style pseudo-version v0.0.0-<commit time>-<commit>
+# without one; either ends in -dirty when tracked files have uncommitted changes. BUILD_DATE is
+# the commit's time, not the clock's, so that two builds of one commit are the same bytes (and
+# the same image digest). Each may be given: `make image VERSION=v1.2.3`.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+	{ t=$$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S 2>/dev/null) && \
+	  c=$$(git describe --always --dirty --abbrev=12 2>/dev/null) && echo "v0.0.0-$$t-$$c"; } || echo v0.0.0-unknown)
+endif
+ifeq ($(origin REVISION),undefined)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+endif
+ifeq ($(origin BUILD_DATE),undefined)
+BUILD_DATE := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo unknown)
+endif
+VERSION_PKG = github.com/example/switchboard/internal/version
+VERSION_LDFLAGS = -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).revision=$(REVISION) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
+
+# The manager binary, built the same way here, in `make image` and in the Dockerfile.
+GO_BUILD_MANAGER = CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(VERSION_LDFLAGS)" -o
 MANAGER ?= $(LOCALBIN)/manager
 
 # Flags passed to the manager by `make run`, for example ARGS='--controllers=myapp'.
@@ -136,6 +156,10 @@ bench-smoke: envtest-assets ## Run every benchmark once at a small size, so that
 .PHONY: build
 build: ## Build the manager binary into bin/manager.
 	$(GO_BUILD_MANAGER) $(MANAGER) .
+
+.PHONY: version
+version: ## Print the version, commit and build date that builds stamp.
+	@echo "version: $(VERSION)"; echo "commit: $(REVISION)"; echo "buildDate: $(BUILD_DATE)"
 
 # Without KUBECONFIG (in the environment or on the command line), `make run` starts a local
 # cluster and runs the manager on it; with KUBECONFIG, it runs the manager on that cluster.

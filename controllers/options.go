@@ -63,6 +63,7 @@ type Options struct {
 	Controllers             string
 	Concurrency             string
 	ListControllers         bool
+	Version                 bool
 	MetricsBindAddress      string
 	SecureMetrics           bool
 	EnableHTTP2             bool
@@ -124,6 +125,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
 	fs.StringVar(&o.Controllers, "controllers", o.Controllers, "Comma-separated controllers to run: '*' runs every controller enabled by default, 'foo' runs foo, '-foo' leaves foo off; a group name stands for each of its controllers, and a controller's own name wins over its group's. "+KnownControllers(table)+".")
 	fs.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "Comma-separated concurrent reconciles per controller, for example 'myapp=4,verticalscaler=2'; a group name sets each of its controllers; an unlisted controller runs its default (WORKERS in --list-controllers).")
 	fs.BoolVar(&o.ListControllers, "list-controllers", false, "Print the controller table (name, group, default, workers, kind, watches, indexes, sources) and exit.")
+	fs.BoolVar(&o.Version, "version", false, "Print the version, commit, build date and Go version, and exit.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint, ':8443' for HTTPS or ':8080' for HTTP; '0' turns it off.")
 	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with authentication and authorization by the API server.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Serve metrics over HTTP/2 too; off by default because of the HTTP/2 rapid reset and stream cancellation CVEs.")
