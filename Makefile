@@ -88,15 +88,18 @@ vet: ## Run go vet.
 	go vet ./...
 
 # Go modules of their own whose tests `make test` runs too: test/vpacompare compares the
-# verticalscaler's recommender with the Vertical Pod Autoscaler's model code, which the manager's
-# go.mod should not carry. go fetches their modules from the module proxy on the first run.
-TEST_MODULES ?= test/vpacompare
+# verticalscaler's recommender with the Vertical Pod Autoscaler's model code, and hack/release
+# builds the image with go-containerregistry (its tests run `make image` in two clones: the first
+# run builds the manager's dependencies for linux/arm64, about 4 minutes on 2 cores), both of
+# which the manager's go.mod should not carry. go fetches their modules from the module proxy on
+# the first run.
+TEST_MODULES ?= test/vpacompare hack/release
 
 .PHONY: test
 test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check, the test modules.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	CONTROLLER_GEN=$(CONTROLLER_GEN) go test ./... -count=1 -timeout 30m
-	for m in $(TEST_MODULES); do (cd $$m && go vet ./... && go test ./... -count=1 -timeout 10m) || exit 1; done
+	for m in $(TEST_MODULES); do (cd $$m && go vet ./... && go test ./... -count=1 -timeout 20m) || exit 1; done
 
 # depguard cannot say "a controller never imports another controller", so .golangci.yml has
 # two rules per controller package (every directory under controllers/ but internal/) and each
@@ -160,6 +163,51 @@ build: ## Build the manager binary into bin/manager.
 .PHONY: version
 version: ## Print the version, commit and build date that builds stamp.
 	@echo "version: $(VERSION)"; echo "commit: $(REVISION)"; echo "buildDate: $(BUILD_DATE)"
+
+##@ Release
+
+# The image: GO_BUILD_MANAGER builds the manager for each of IMAGE_PLATFORMS, and hack/release
+# (go-containerregistry, a Go module of its own) packs the binaries into an OCI image index,
+# without Docker and without a base image: /manager, /etc/passwd and /etc/group, user 65532. Its
+# timestamps are the commit's, so that one commit gives one index digest. dist/ holds the OCI
+# layout, and a tarball for `docker load`, `kind load image-archive` and `ctr images import`
+# (named IMG; docker load takes the IMAGE_LOAD_PLATFORM image from it, this machine's).
+IMG ?= ghcr.io/example/switchboard:$(VERSION)
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_LOAD_PLATFORM ?= linux/$(shell go env GOARCH)
+IMAGE_SOURCE ?= https://github.com/example/switchboard
+DIST ?= $(CURDIR)/dist
+IMAGE_LAYOUT ?= $(DIST)/image
+IMAGE_TAR ?= $(DIST)/image.tar
+RELEASE ?= $(LOCALBIN)/release
+
+.PHONY: image
+image: release-tool ## Build the manager's OCI image for IMAGE_PLATFORMS into dist/image (OCI layout) and dist/image.tar, without Docker.
+	@$(RELEASE) check --image=$(IMG)
+	@mkdir -p $(DIST)/bin
+	for p in $(IMAGE_PLATFORMS); do \
+		GOOS=$${p%%/*} GOARCH=$${p#*/} $(GO_BUILD_MANAGER) $(DIST)/bin/$$p/manager . || exit 1; \
+	done
+	$(RELEASE) image --layout=$(IMAGE_LAYOUT) --tar=$(IMAGE_TAR) --name=$(IMG) --load-platform=$(IMAGE_LOAD_PLATFORM) \
+		--version=$(VERSION) --revision=$(REVISION) --created=$(BUILD_DATE) --source=$(IMAGE_SOURCE) \
+		$(foreach p,$(IMAGE_PLATFORMS),--binary=$(p)=$(DIST)/bin/$(p)/manager)
+
+.PHONY: image-push
+image-push: image ## Build the image and push it to IMG (registry/name:tag) with the credentials docker uses.
+	$(RELEASE) push --layout=$(IMAGE_LAYOUT) --image=$(IMG)
+
+# config/default with the image pinned by digest, CRDs first: one file to `kubectl apply
+# --server-side -f`. IMG must have a tag or a digest; with a tag, the digest is the image's just
+# built (push it with `make image-push` and the same IMG).
+.PHONY: build-installer
+build-installer: image ## Write dist/install.yaml: config/default with IMG pinned by digest, CRDs first.
+	kubectl kustomize config/default | $(RELEASE) installer --layout=$(IMAGE_LAYOUT) --image=$(IMG) > $(DIST)/install.yaml.tmp
+	mv $(DIST)/install.yaml.tmp $(DIST)/install.yaml
+	@echo "Wrote $(DIST)/install.yaml"
+
+.PHONY: release-tool
+release-tool: ## Build hack/release (the image, push and installer tool) into bin/release.
+	cd hack/release && go build -o $(RELEASE) .
 
 # Without KUBECONFIG (in the environment or on the command line), `make run` starts a local
 # cluster and runs the manager on it; with KUBECONFIG, it runs the manager on that cluster.
