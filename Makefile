@@ -128,9 +128,18 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make 
 # failover tests alone.
 E2E_RUN ?= .
 
+# What ships is what is tested: the end-to-end tests run the manager binary taken out of the
+# image's layer for this machine's platform (IMAGE_LOAD_PLATFORM), and apply dist/install.yaml,
+# which pins that image by digest.
+E2E_MANAGER ?= $(LOCALBIN)/e2e/manager
+
 .PHONY: test-e2e
-test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the manager as a process, deployed from config/, on a local cluster.
+test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the image's manager as a process, deployed from config/ and dist/install.yaml, on a local cluster.
+	@mkdir -p $(dir $(E2E_MANAGER))
+	$(RELEASE) extract --layout=$(IMAGE_LAYOUT) --platform=$(IMAGE_LOAD_PLATFORM) --file=manager --out=$(E2E_MANAGER)
 	SWITCHBOARD_E2E=1 KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER) \
+		SWITCHBOARD_E2E_MANAGER=$(E2E_MANAGER) SWITCHBOARD_E2E_INSTALLER=$(DIST)/install.yaml \
+		SWITCHBOARD_E2E_IMAGE_DIGEST=$$($(RELEASE) digest --layout=$(IMAGE_LAYOUT)) SWITCHBOARD_E2E_VERSION=$(VERSION) \
 		go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
 
 ##@ Benchmarks
