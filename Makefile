@@ -67,8 +67,11 @@ generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from the API types.
 # One kustomize component per controller in config/components/NAME: its ClusterRole comes from
 # the markers of controllers/NAME alone, and its crd/ holds copies of the CRDs it serves
 # (kustomize refuses files outside a kustomization's directory). config/rbac/role.yaml is the
-# union, for running the whole manager outside kustomize.
+# union, for running the whole manager outside kustomize. The Helm chart carries copies of each
+# component's crd/ and rbac/ in files/components (Helm reads no file outside the chart); test/helm
+# keeps the chart's objects equal to the kustomize builds'.
 COMPONENTS = $(notdir $(wildcard config/components/*))
+CHART = charts/switchboard
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the union) from markers into config/.
@@ -78,6 +81,11 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the u
 		$(CONTROLLER_GEN) rbac:roleName=switchboard-$$c paths=./controllers/$$c/... output:rbac:artifacts:config=config/components/$$c/rbac; \
 	done
 	for f in config/components/*/crd/*.yaml; do cp config/crd/bases/$$(basename $$f) $$f; done
+	rm -rf $(CHART)/files/components
+	for c in $(COMPONENTS); do \
+		mkdir -p $(CHART)/files/components/$$c && cp -R config/components/$$c/rbac $(CHART)/files/components/$$c/; \
+		if [ -d config/components/$$c/crd ]; then cp -R config/components/$$c/crd $(CHART)/files/components/$$c/; fi; \
+	done
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -88,12 +96,12 @@ vet: ## Run go vet.
 	go vet ./...
 
 # Go modules of their own whose tests `make test` runs too: test/vpacompare compares the
-# verticalscaler's recommender with the Vertical Pod Autoscaler's model code, and hack/release
-# builds the image with go-containerregistry (its tests run `make image` in two clones: the first
-# run builds the manager's dependencies for linux/arm64, about 4 minutes on 2 cores), both of
-# which the manager's go.mod should not carry. go fetches their modules from the module proxy on
-# the first run.
-TEST_MODULES ?= test/vpacompare hack/release
+# verticalscaler's recommender with the Vertical Pod Autoscaler's model code; hack/release builds
+# the image with go-containerregistry (its tests run `make image` in two clones: the first run
+# builds the manager's dependencies for linux/arm64, about 4 minutes on 2 cores); test/helm renders
+# the chart with the Helm SDK and compares it with the kustomize builds. The manager's go.mod
+# should carry none of these. go fetches their modules from the module proxy on the first run.
+TEST_MODULES ?= test/vpacompare hack/release test/helm
 
 .PHONY: test
 test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check, the test modules.
