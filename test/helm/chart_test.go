@@ -8,7 +8,6 @@ package helm_test
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/manifests"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // Where the chart and the kustomizations are, from this package's directory.
@@ -324,25 +324,6 @@ func managerDeployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.
 	return nil
 }
 
-// managerOptions parses the manager's container args with the manager's own flags and checks.
-func managerOptions(t *testing.T, d *appsv1.Deployment) (*controllers.Options, controllers.Selection) {
-	t.Helper()
-	c := d.Spec.Template.Spec.Containers[0]
-	table := controllers.Table()
-	opts := controllers.NewOptions()
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.SetOutput(&bytes.Buffer{})
-	opts.BindFlags(fs, table)
-	if err := fs.Parse(c.Args); err != nil {
-		t.Fatalf("the manager refuses the chart's args %q: %v", c.Args, err)
-	}
-	sel, err := opts.Resolve(table)
-	if err != nil {
-		t.Fatalf("the manager refuses the chart's args %q: %v", c.Args, err)
-	}
-	return opts, sel
-}
-
 // TestEveryValueReachesTheManager sets every value that becomes a flag and checks, with the
 // manager's own flag parsing, that each arrives as meant.
 func TestEveryValueReachesTheManager(t *testing.T) {
@@ -362,7 +343,7 @@ priorityClassName: system-cluster-critical
 nodeSelector: {kubernetes.io/os: linux}
 `)
 	d := managerDeployment(t, objs)
-	opts, sel := managerOptions(t, d)
+	opts, sel := testenv.ManagerOptions(t, d.Spec.Template.Spec.Containers[0].Args)
 	var names []string
 	for _, c := range sel.Controllers {
 		names = append(names, c.Name)
@@ -480,7 +461,7 @@ func TestCRDsFollowTheValues(t *testing.T) {
 		return crds, kept
 	}
 	for _, tc := range []struct {
-		values      string
+		values     string
 		crds, kept int
 	}{
 		{"", 3, 3},
