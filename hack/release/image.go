@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -63,16 +65,27 @@ func (s imageSpec) labels() map[string]string {
 	}
 }
 
-// buildIndex returns the image index: one image per binary, each a single layer.
+// buildIndex returns the image index: one image per binary, each a single layer. The images are
+// built at once, each compressing its layer on a core of its own.
 func buildIndex(spec imageSpec) (v1.ImageIndex, error) {
+	images := make([]v1.Image, len(spec.binaries))
+	errs := make([]error, len(spec.binaries))
+	var wg sync.WaitGroup
+	for i, b := range spec.binaries {
+		wg.Go(func() {
+			if images[i], errs[i] = buildImage(spec, b); errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", b.platform, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, b := range spec.binaries {
-		img, err := buildImage(spec, b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", b.platform, err)
-		}
+	for i, b := range spec.binaries {
 		platform := b.platform
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: containerImage{img}, Descriptor: v1.Descriptor{Platform: &platform}})
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: containerImage{images[i]}, Descriptor: v1.Descriptor{Platform: &platform}})
 	}
 	return mutate.Annotations(idx, spec.labels()).(v1.ImageIndex), nil
 }
@@ -97,7 +110,7 @@ func buildImage(spec imageSpec, b platformFile) (v1.Image, error) {
 		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil },
-		tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression), tarball.WithCompressedCaching)
+		tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.DefaultCompression), tarball.WithCompressedCaching)
 	if err != nil {
 		return nil, err
 	}

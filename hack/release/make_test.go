@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // repoRoot is the repository's root, from this package's directory.
@@ -171,14 +169,4 @@ func TestMakeImageIsReproducible(t *testing.T) {
 func goarch(t testing.TB) string {
 	t.Helper()
 	return strings.TrimSpace(runIn(t, ".", "go", "env", "GOARCH"))
-}
-
-// indexDigest reads the index digest of a layout, for the benchmarks.
-func indexDigest(t testing.TB, layoutDir string) v1.Hash {
-	t.Helper()
-	_, d, err := readLayout(layoutDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
