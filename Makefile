@@ -87,6 +87,10 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the u
 		if [ -d config/components/$$c/crd ]; then cp -R config/components/$$c/crd $(CHART)/files/components/$$c/; fi; \
 	done
 
+.PHONY: docs
+docs: ## Generate the reference pages of docs/reference (flags, annotations, API) from the code.
+	go run ./hack/docgen -out docs/reference
+
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
 	gofmt -l -w $$(git ls-files '*.go')
