@@ -118,6 +118,9 @@ test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suit
 # denies the others: `lint` first checks that no controller was added without its rules.
 CONTROLLER_PKGS = $(filter-out internal,$(notdir $(patsubst %/,%,$(wildcard controllers/*/))))
 
+# Go modules of their own that `make lint` checks too, with the same configuration.
+LINT_MODULES ?= hack/release test/helm
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, revive, ..., and who may import whom.
 	@for c in $(CONTROLLER_PKGS); do \
@@ -131,6 +134,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, r
 	@# Without --allow-parallel-runners a lint of another checkout on the same machine (a worktree, a
 	@# CI clone) makes this one fail at once with "parallel golangci-lint is running".
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
+	for m in $(LINT_MODULES); do (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners --config=$(CURDIR)/.golangci.yml ./...) || exit 1; done
 
 .PHONY: lint-fix
 lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make itself.

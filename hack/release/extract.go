@@ -55,20 +55,13 @@ func extractFile(tr *tar.Reader, name, out string) error {
 		if cleanPath(h.Name) != cleanPath(name) || h.Typeflag != tar.TypeReg {
 			continue
 		}
-		tmp := out + ".tmp"
-		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
-		if err != nil {
+		if err := writeFileAtomically(out, func(w io.Writer) error {
+			_, err := io.Copy(w, tr)
+			return err
+		}); err != nil {
 			return err
 		}
-		if _, err := io.Copy(f, tr); err != nil {
-			f.Close()
-			os.Remove(tmp)
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		return os.Rename(tmp, out)
+		return os.Chmod(out, 0o755)
 	}
 }
 

@@ -232,7 +232,7 @@ func bindImage(fs *flag.FlagSet) func(context.Context, io.Reader, io.Writer) err
 	fs.StringVar(&spec.revision, "revision", "", "the commit (org.opencontainers.image.revision)")
 	fs.StringVar(&spec.source, "source", "", "the source repository's URL (org.opencontainers.image.source)")
 	fs.StringVar(&created, "created", "", "the commit's time, RFC 3339: every timestamp of the image (org.opencontainers.image.created)")
-	return func(ctx context.Context, _ io.Reader, stdout io.Writer) error {
+	return func(_ context.Context, _ io.Reader, stdout io.Writer) error {
 		switch {
 		case layoutDir == "":
 			return badArgumentf("--layout is required")

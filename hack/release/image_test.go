@@ -124,7 +124,7 @@ func TestImage(t *testing.T) {
 		if diff := cmp.Diff(want, cf.Config); diff != "" {
 			t.Errorf("%s config (-want +got):\n%s", d.Platform, diff)
 		}
-		if cf.OS+"/"+cf.Architecture != d.Platform.String() || !cf.Created.Time.Equal(built.created) {
+		if cf.OS+"/"+cf.Architecture != d.Platform.String() || !cf.Created.Equal(built.created) {
 			t.Errorf("%s config: platform %s/%s, created %s; want the entry's platform, created %s", d.Platform, cf.OS, cf.Architecture, cf.Created, built.created)
 		}
 		files := filesystem(t, img)

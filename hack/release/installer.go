@@ -41,12 +41,11 @@ func bindInstaller(fs *flag.FlagSet) func(context.Context, io.Reader, io.Writer)
 		}
 		input := stdin
 		if in != "-" {
-			f, err := os.Open(in)
+			data, err := os.ReadFile(in)
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			input = f
+			input = bytes.NewReader(data)
 		}
 		docs, err := decodeDocuments(input)
 		if err != nil {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -142,49 +144,56 @@ func writeTarball(path, layoutDir string, platform v1.Platform, ref reference, c
 		return err
 	}
 	sort.Strings(files)
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	tw := tar.NewWriter(f)
-	add := func(name string, data []byte) error {
-		h := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: created.UTC(), Format: tar.FormatPAX}
-		if name[len(name)-1] == '/' {
-			h.Typeflag, h.Mode = tar.TypeDir, 0o755
-		}
-		if err := tw.WriteHeader(h); err != nil {
+	return writeFileAtomically(path, func(w io.Writer) error {
+		tw := tar.NewWriter(w)
+		add := func(name string, data []byte) error {
+			h := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: created.UTC(), Format: tar.FormatPAX}
+			if strings.HasSuffix(name, "/") {
+				h.Typeflag, h.Mode = tar.TypeDir, 0o755
+			}
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			_, err := tw.Write(data)
 			return err
 		}
-		_, err := tw.Write(data)
-		return err
-	}
-	if err := add("manifest.json", dockerManifest); err != nil {
-		f.Close()
-		return err
-	}
-	for _, name := range files {
-		var data []byte
-		if name[len(name)-1] != '/' {
-			if data, err = os.ReadFile(filepath.Join(layoutDir, name)); err != nil {
-				f.Close()
+		if err := add("manifest.json", dockerManifest); err != nil {
+			return err
+		}
+		for _, name := range files {
+			var data []byte
+			if !strings.HasSuffix(name, "/") {
+				if data, err = os.ReadFile(filepath.Join(layoutDir, name)); err != nil {
+					return err
+				}
+			}
+			if err := add(name, data); err != nil {
 				return err
 			}
 		}
-		if err := add(name, data); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		f.Close()
+		return tw.Close()
+	})
+}
+
+// writeFileAtomically writes path with write, through a temporary file renamed into place, so
+// that a failed write leaves no half a file where a complete one was expected.
+func writeFileAtomically(path string, write func(io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	err = write(f)
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
 	}
-	return os.Rename(tmp, path)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp) // the error to report is err; a leftover temporary file is harmless
+	}
+	return err
 }
 
 // dockerSaveManifest returns the manifest.json of `docker save` for img: its configuration and
