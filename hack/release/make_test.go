@@ -2,12 +2,19 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // repoRoot is the repository's root, from this package's directory.
@@ -80,8 +87,9 @@ func versionOf(out string) map[string]string {
 
 // TestMakeImageIsReproducible runs `make image` in two clones of one commit: the same index
 // digest, the same tarball. It then checks what the build says it is (the binary taken out of
-// the image), the installer's refusal of an IMG without a tag, and that a clone with an
-// uncommitted change builds a -dirty version.
+// the image), the installer's refusal of an IMG without a tag and its pinning, `make
+// image-push` to a registry on loopback, and that a clone with an uncommitted change builds a
+// -dirty version.
 func TestMakeImageIsReproducible(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("make not found")
@@ -145,6 +153,26 @@ func TestMakeImageIsReproducible(t *testing.T) {
 		}
 		if want := "image: registry.example.com/switchboard:v9.9.9@" + digests[0] + "\n"; !strings.Contains(string(data), want) {
 			t.Errorf("dist/install.yaml does not pin %q", want)
+		}
+	})
+
+	t.Run("image-push", func(t *testing.T) {
+		// go-containerregistry's registry on loopback, and no credentials of this machine's user.
+		server := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+		defer server.Close()
+		image := strings.TrimPrefix(server.URL, "http://") + "/switchboard:v9.9.9"
+		dockerConfig := "DOCKER_CONFIG=" + t.TempDir()
+		runIn(t, dir, "env", dockerConfig, "make", "image-push", "IMG="+image)
+		ref, err := name.ParseReference(image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pulled, err := remote.Index(ref)
+		if err != nil {
+			t.Fatalf("pulling %s: %v", image, err)
+		}
+		if got, err := pulled.Digest(); err != nil || got.String() != digests[0] {
+			t.Errorf("make image-push IMG=%s: the registry holds %v (%v), make image built %s", image, got, err, digests[0])
 		}
 	})
 
