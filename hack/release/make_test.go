@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -129,6 +130,28 @@ func TestMakeImageIsReproducible(t *testing.T) {
 		}
 		if built, err := time.Parse(time.RFC3339, got["buildDate"]); err != nil || !built.Equal(commitTime) {
 			t.Errorf("build date %q, want the commit's time %s", got["buildDate"], commitTime.UTC().Format(time.RFC3339))
+		}
+	})
+
+	t.Run("each platform's binary is static", func(t *testing.T) {
+		for platform, machine := range map[string]elf.Machine{"linux/amd64": elf.EM_X86_64, "linux/arm64": elf.EM_AARCH64} {
+			manager := filepath.Join(t.TempDir(), "manager")
+			runIn(t, dir, filepath.Join("bin", "release"), "extract", "--layout=dist/image", "--platform="+platform, "--out="+manager)
+			f, err := elf.Open(manager)
+			if err != nil {
+				t.Fatalf("%s: %v", platform, err)
+			}
+			if f.Machine != machine {
+				t.Errorf("%s: the binary is for %s", platform, f.Machine)
+			}
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_INTERP {
+					t.Errorf("%s: the binary needs a dynamic loader: not static", platform)
+				}
+			}
+			if err := f.Close(); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 
