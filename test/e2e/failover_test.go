@@ -114,17 +114,22 @@ func TestSingleLeaseFailover(t *testing.T) {
 func leadersOf(t *testing.T, replicas []*testenv.Process, controllers ...string) map[string]*testenv.Process {
 	t.Helper()
 	out := map[string]*testenv.Process{}
-	eventually(t, 60*time.Second, func() error {
+	// Two minutes: a leader starts its caches and waits for them before it campaigns, which on
+	// a loaded CI machine has taken most of a minute.
+	eventually(t, 2*time.Minute, func() error {
 		clear(out)
-		for _, m := range replicas {
+		for i, m := range replicas {
+			if exited, err := m.Exited(); exited {
+				return fmt.Errorf("replica %d exited: %v", i, err)
+			}
 			leading, err := m.MetricByLabel(context.Background(), "switchboard_controller_leader", "controller")
 			if err != nil {
-				return err
+				return fmt.Errorf("replica %d: %w", i, err)
 			}
 			for _, name := range controllers {
 				if leading[name] == 1 {
 					if out[name] != nil {
-						return fmt.Errorf("two replicas lead %s", name)
+						return fmt.Errorf("two replicas lead %s (replica %d among them)", name, i)
 					}
 					out[name] = m
 				}
