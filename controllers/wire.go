@@ -37,6 +37,11 @@ import (
 // holds the group's Lease (see leaders.go). Every error names the step and the controller it
 // failed for.
 func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) error {
+	for _, r := range sel.Runnables {
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("adding a runnable of the controllers' options: %w", err)
+		}
+	}
 	if err := addIndexes(ctx, mgr, sel.Controllers); err != nil {
 		return err
 	}
@@ -132,7 +137,9 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 			if err != nil {
 				return fmt.Errorf("watch of %s: %w", kindOf(w.Object), err)
 			}
-			b = b.WatchesRawSource(src)
+			if src != nil { // nil: the flags switch the watch off
+				b = b.WatchesRawSource(src)
+			}
 		}
 	}
 	for _, trigger := range triggers {
@@ -289,6 +296,16 @@ func (c Controller) watchedObjects() []client.Object {
 		}
 	}
 	return objs
+}
+
+// cacheScope returns the controller's cache scope of kind, or nil.
+func (c Controller) cacheScope(kind string) func([]string) cache.ByObject {
+	for _, s := range c.CacheScopes {
+		if kindOf(s.Object) == kind {
+			return s.ByObject
+		}
+	}
+	return nil
 }
 
 // trim returns the controller's trim of kind, or nil.

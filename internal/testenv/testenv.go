@@ -214,6 +214,13 @@ func (e *Env) StartReplica(t testing.TB, r Replica, args ...string) *Manager {
 		t.Fatalf("resolving manager flags %v: %v", args, err)
 	}
 	opts.LeaderElectionIdentity = r.Identity
+	logger := r.Logger
+	if logger.GetSink() == nil {
+		logger = ctrl.Log
+	}
+	if selection, err = opts.Prepare(context.Background(), e.Config, selection, logger.WithName("setup")); err != nil {
+		t.Fatalf("preparing controllers: %v", err)
+	}
 	mgrOpts := opts.ManagerOptions(controllers.NewScheme(), selection)
 	// Tests start one manager after another in one process; controller names need only be
 	// unique within a manager.
