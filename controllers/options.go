@@ -422,6 +422,9 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 		// next leader wait out the lease.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         o.cacheOptions(namespaces, sel.Controllers),
+		// A controller whose primary kind is another project's CRD reads it as unstructured
+		// objects (the configmapwatcher's Argo Rollouts): from the cache, like every kind.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -271,8 +272,17 @@ func addTriggerProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options
 	return err
 }
 
-// listFor returns a constructor of empty lists of obj's kind.
+// listFor returns a constructor of empty lists of obj's kind: typed lists from the scheme, or
+// unstructured lists for an unstructured kind (another project's CRD).
 func listFor(mgr ctrl.Manager, obj client.Object) (func() client.ObjectList, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		listGVK := u.GroupVersionKind().GroupVersion().WithKind(u.GetKind() + "List")
+		return func() client.ObjectList {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(listGVK)
+			return list
+		}, nil
+	}
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
 		return nil, err

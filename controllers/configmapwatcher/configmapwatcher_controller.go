@@ -79,11 +79,13 @@ type Lister interface {
 // writes a baseline, rolls it, or does nothing. A Deployment paused for its pause period is
 // resumed when the period is over.
 func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.Kind.recreates && r.jobs.has(req.NamespacedName) {
+		if result, pending, err := r.finishRecreate(ctx, req); pending || err != nil {
+			return result, err
+		}
+	}
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) && r.Kind.recreates {
-			return ctrl.Result{}, r.jobs.createPending(ctx, r.Client, req.NamespacedName)
-		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() || !r.Settings.Scope.Namespace(obj.GetNamespace()) || r.Kind.left(obj) {
@@ -139,12 +141,12 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	pausedFor, err := r.write(ctx, obj, template, selection, d, key)
+	again, err := r.write(ctx, obj, template, selection, d, key)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if pausedFor > 0 {
-		result.RequeueAfter = pausedFor
+	if again > 0 {
+		result.RequeueAfter = again
 	}
 	return result, nil
 }
@@ -303,8 +305,8 @@ func (r *Reconciler[T]) wayOf(obj T) rollWay {
 // write applies the new record and, when rolling, rolls the workload as wayOf says. What the
 // controller owns and does not change is sent as it is: server-side apply removes a field the
 // manager owned and no longer sends, and removing the config hash (or a Rollout's restartAt)
-// would roll the Pods. It returns how long until a Deployment paused for its pause period
-// resumes, 0 when it did not pause.
+// would roll the Pods. It returns when to reconcile again: when a Deployment paused for its
+// pause period resumes, or when a re-created Job's creation is due again; 0 for neither.
 func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTemplateSpec, selection podrefs.Selection, d decision, key *digestKey) (time.Duration, error) {
 	way := rollTemplate
 	if d.roll {
@@ -326,11 +328,11 @@ func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTe
 		}
 		w.restartAt = r.now().UTC().Format(time.RFC3339)
 	}
-	var pausedFor time.Duration
+	var again time.Duration
 	var ranJob string
 	if d.roll && way != rollNone {
 		var err error
-		if pausedFor, err = r.pauseForRoll(ctx, obj); err != nil {
+		if again, err = r.pauseForRoll(ctx, obj); err != nil {
 			return 0, err
 		}
 		if ranJob, err = r.runCronJob(ctx, obj, selection, hash); err != nil {
@@ -340,7 +342,11 @@ func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTe
 	}
 	var err error
 	if way == rollRecreate {
-		err = r.recreateJob(ctx, any(obj).(*batchv1.Job), d.record.String(), hash)
+		var pending bool
+		if pending, err = r.recreateJob(ctx, any(obj).(*batchv1.Job), d.record.String(), hash); pending {
+			// finishRecreate creates it once the old one is gone.
+			again = recreatePoll
+		}
 	} else {
 		err = r.Client.Apply(ctx, r.Kind.apply(obj, w), client.FieldOwner(FieldManager), client.ForceOwnership)
 		if err != nil {
@@ -354,20 +360,49 @@ func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTe
 		return 0, err
 	}
 	r.report(ctx, obj, d, way, hash, previous, ranJob, key)
-	return pausedFor, nil
+	return again, nil
+}
+
+// recreatePoll is how often a Job deleted to be re-created is looked at until it is gone (its
+// finalizers done).
+const recreatePoll = 2 * time.Second
+
+// finishRecreate creates the Job pending under req once the one it replaces is gone, and says
+// whether the reconcile is over. The deleted Job's own events do not reconcile it (the
+// predicates drop deletions), so while it is still there (finalizers) the reconcile comes back
+// by itself. When someone created a Job of that name meanwhile, it wins: the pending one is
+// dropped, and the reconcile goes on with the new Job.
+func (r *Reconciler[T]) finishRecreate(ctx context.Context, req ctrl.Request) (ctrl.Result, bool, error) {
+	live := &batchv1.Job{}
+	err := r.APIReader.Get(ctx, req.NamespacedName, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, true, r.jobs.createPending(ctx, r.Client, req.NamespacedName)
+	case err != nil:
+		return ctrl.Result{}, true, fmt.Errorf("reading Job %s: %w", req.Name, err)
+	case !live.DeletionTimestamp.IsZero():
+		return ctrl.Result{RequeueAfter: recreatePoll}, true, nil
+	}
+	r.jobs.forget(req.NamespacedName)
+	return ctrl.Result{}, false, nil
 }
 
 // recreateJob deletes the Job cached as cached and creates it again, from the whole Job as the
-// API server has it (the cache keeps a trimmed one).
-func (r *Reconciler[T]) recreateJob(ctx context.Context, cached *batchv1.Job, record, hash string) error {
+// API server has it (the cache keeps a trimmed one). It returns whether the creation is still
+// pending: the old Job is not gone yet.
+func (r *Reconciler[T]) recreateJob(ctx context.Context, cached *batchv1.Job, record, hash string) (bool, error) {
 	full := &batchv1.Job{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), full); err != nil {
-		return fmt.Errorf("reading Job %s to re-create it: %w", cached.Name, err)
+		return false, fmt.Errorf("reading Job %s to re-create it: %w", cached.Name, err)
 	}
 	if full.UID != cached.UID {
-		return fmt.Errorf("job %s was replaced while being reconciled; reconciling the new one", cached.Name)
+		return false, fmt.Errorf("job %s was replaced while being reconciled; reconciling the new one", cached.Name)
 	}
-	return r.jobs.recreate(ctx, r.Client, full, recreatedJob(full, record, hash))
+	creationErr, err := r.jobs.recreate(ctx, r.Client, full, recreatedJob(full, record, hash))
+	if creationErr != nil {
+		ctrl.LoggerFrom(ctx).Info("Deleted Job to re-create it; its creation waits until the old one is gone", "reason", creationErr.Error())
+	}
+	return creationErr != nil, err
 }
 
 // runCronJob runs a Job of a CronJob at once when its roll asks for it

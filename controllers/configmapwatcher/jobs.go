@@ -65,14 +65,16 @@ type jobRecreator struct {
 }
 
 // recreate deletes old (only that very object: a Job created since under its name stays) and
-// creates its replacement.
-func (j *jobRecreator) recreate(ctx context.Context, c client.Client, old, replacement *batchv1.Job) error {
+// creates its replacement. When the creation fails (the old Job is still being deleted), the
+// replacement stays pending and recreate returns the error as creationErr: the roll is under
+// way, and the controller creates the Job once it can (finishRecreate).
+func (j *jobRecreator) recreate(ctx context.Context, c client.Client, old, replacement *batchv1.Job) (creationErr, err error) {
 	key := client.ObjectKeyFromObject(old)
 	background := metav1.DeletePropagationBackground
-	err := c.Delete(ctx, old, client.PropagationPolicy(background),
+	err = c.Delete(ctx, old, client.PropagationPolicy(background),
 		client.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Job %s to re-create it: %w", key, err)
+		return nil, fmt.Errorf("deleting Job %s to re-create it: %w", key, err)
 	}
 	j.mu.Lock()
 	if j.pending == nil {
@@ -80,7 +82,7 @@ func (j *jobRecreator) recreate(ctx context.Context, c client.Client, old, repla
 	}
 	j.pending[key] = replacement
 	j.mu.Unlock()
-	return j.createPending(ctx, c, key)
+	return j.createPending(ctx, c, key), nil
 }
 
 // createPending creates the Job pending under key, if any, and forgets it once created.
@@ -98,6 +100,13 @@ func (j *jobRecreator) createPending(ctx context.Context, c client.Client, key t
 	delete(j.pending, key)
 	j.mu.Unlock()
 	return nil
+}
+
+// forget drops the Job pending under key.
+func (j *jobRecreator) forget(key types.NamespacedName) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.pending, key)
 }
 
 // has says whether a Job is pending under key.
