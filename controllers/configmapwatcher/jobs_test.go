@@ -40,6 +40,20 @@ func getJob(t *testing.T, ns, name string) *batchv1.Job {
 	return j
 }
 
+// waitJobRecorded waits until the Job carries a record, and returns it.
+func waitJobRecorded(t *testing.T, ns, name string) *batchv1.Job {
+	t.Helper()
+	var j *batchv1.Job
+	testenv.Eventually(t, timeout, func() error {
+		j = getJob(t, ns, name)
+		if j.Annotations[v1alpha1.ConfigStateAnnotation] == "" {
+			return fmt.Errorf("Job %s not recorded yet", name)
+		}
+		return nil
+	})
+	return j
+}
+
 // TestJobsRecreated: an opted-in Job is recorded without being touched; when its data changes
 // it is deleted and created again under its name, with its labels, annotations and spec, the
 // new record and a config hash on its Pod template, and a new uid (and selector, generated
@@ -52,14 +66,7 @@ func TestJobsRecreated(t *testing.T) {
 	yes := true
 	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "nightly", UID: "0000", Controller: &yes}}
 	create(t, configMap(ns, "app", map[string]string{"k": "v1"}), job(ns, "migrate", "true", envFrom("app")), owned)
-	var first *batchv1.Job
-	testenv.Eventually(t, timeout, func() error {
-		first = getJob(t, ns, "migrate")
-		if first.Annotations[v1alpha1.ConfigStateAnnotation] == "" {
-			return fmt.Errorf("Job not recorded yet")
-		}
-		return nil
-	})
+	first := waitJobRecorded(t, ns, "migrate")
 	settle(t, reconcileTotal(t), 0)
 	if hash := first.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]; hash != "" {
 		t.Errorf("Job rolled at first sight: %q", hash)
@@ -165,14 +172,7 @@ func TestJobRecreatedAfterItsFinalizers(t *testing.T) {
 	held := job(ns, "held", "true", envFrom("app"))
 	held.Finalizers = []string{"example.com/hold"}
 	create(t, configMap(ns, "app", map[string]string{"k": "v1"}), held)
-	var first *batchv1.Job
-	testenv.Eventually(t, timeout, func() error {
-		first = getJob(t, ns, "held")
-		if first.Annotations[v1alpha1.ConfigStateAnnotation] == "" {
-			return fmt.Errorf("Job not recorded yet")
-		}
-		return nil
-	})
+	first := waitJobRecorded(t, ns, "held")
 	updateConfigMap(t, ns, "app", map[string]string{"k": "v2"})
 	testenv.Eventually(t, timeout, func() error {
 		if getJob(t, ns, "held").DeletionTimestamp.IsZero() {

@@ -46,9 +46,10 @@ type ReloaderForm struct {
 	Name string
 	// Support says what the configmapwatcher does with it.
 	Support Support
-	// Default is Reloader's default value of a flag: given that value, it asks for nothing
-	// Reloader does not do by default, and is not reported.
-	Default string
+	// NoGap is the value of a flag that asks for nothing the configmapwatcher does not do, so
+	// that the flag is not reported given it: Reloader's default for most flags, "annotations"
+	// for reload-strategy.
+	NoGap string
 	// Bool says a flag takes no value, as Reloader's boolean flags.
 	Bool bool
 	// Note says where ours differs, or what to use instead and why.
@@ -61,35 +62,35 @@ const fixedNames = "annotation names are fixed: Reloader's default names and app
 // ReloaderFlags are Reloader v1.4.21's flags (internal/pkg/util/util.go,
 // ConfigureReloaderFlags), in its order.
 var ReloaderFlags = []ReloaderForm{
-	{Name: "auto-reload-all", Support: Supported, Bool: true, Default: "false"},
-	{Name: "configmap-annotation", Support: Unsupported, Default: v1alpha1.ReloaderConfigMapReloadAnnotation, Note: fixedNames},
-	{Name: "secret-annotation", Support: Unsupported, Default: v1alpha1.ReloaderSecretReloadAnnotation, Note: fixedNames},
-	{Name: "auto-annotation", Support: Unsupported, Default: v1alpha1.ReloaderAutoAnnotation, Note: fixedNames},
-	{Name: "ignore-annotation", Support: Unsupported, Default: v1alpha1.ReloaderIgnoreAnnotation, Note: fixedNames},
-	{Name: "configmap-auto-annotation", Support: Unsupported, Default: v1alpha1.ReloaderConfigMapAutoAnnotation, Note: fixedNames},
-	{Name: "secret-auto-annotation", Support: Unsupported, Default: v1alpha1.ReloaderSecretAutoAnnotation, Note: fixedNames},
-	{Name: "auto-search-annotation", Support: Unsupported, Default: v1alpha1.ReloaderSearchAnnotation, Note: fixedNames},
-	{Name: "search-match-annotation", Support: Unsupported, Default: v1alpha1.ReloaderMatchAnnotation, Note: fixedNames},
-	{Name: "pause-deployment-annotation", Support: Unsupported, Default: v1alpha1.ReloaderPausePeriodAnnotation, Note: fixedNames},
-	{Name: "pause-deployment-time-annotation", Support: Unsupported, Default: v1alpha1.ReloaderPausedAtAnnotation, Note: fixedNames},
-	{Name: "log-format", Support: Equivalent, Default: "", Note: "logs are JSON lines (zap); --zap-encoder=console for text"},
-	{Name: "log-level", Support: Unsupported, Default: "info", Note: "use --zap-log-level"},
-	{Name: "webhook-url", Support: Supported, Default: "", Note: "ours posts each roll and rolls; --webhook-only posts instead of rolling, as Reloader's does"},
-	{Name: "resources-to-ignore", Support: Supported, Default: ""},
-	{Name: "ignored-workload-types", Support: Supported, Default: "", Note: "'jobs', 'cronjobs' or both, as --controllers=*,-configmapwatcher-jobs,-configmapwatcher-cronjobs"},
-	{Name: "namespaces", Support: Unsupported, Default: "", Note: "use --watch-namespaces, which scopes the whole manager"},
-	{Name: "namespaces-to-ignore", Support: Supported, Default: ""},
-	{Name: "namespace-selector", Support: Supported, Default: "", Note: "the manager restarts when the set of matching namespaces changes"},
-	{Name: "resource-label-selector", Support: Supported, Default: ""},
-	{Name: "is-Argo-Rollouts", Support: Equivalent, Default: "false", Note: "Rollouts are rolled whenever the argoproj.io Rollout CRD is installed; --controllers=*,-configmapwatcher-rollouts leaves them alone"},
-	{Name: "reload-strategy", Support: Unsupported, Default: "env-vars", Note: "a roll always changes the Pod template's app.example.com/config-hash (a keyed digest), never a container's environment: Reloader's env-vars strategy puts an unkeyed hash of Secret data in every container"},
-	{Name: "reload-on-create", Support: Unsupported, Default: "false", Note: "the creation of a source a workload uses and that was missing always rolls it; a source new to a workload is recorded without a roll"},
-	{Name: "reload-on-delete", Support: Supported, Bool: true, Default: "false"},
-	{Name: "enable-ha", Support: Unsupported, Bool: true, Default: "false", Note: "use --leader-elect: several replicas without it roll each change several times"},
-	{Name: "sync-after-restart", Support: Equivalent, Bool: true, Default: "false", Note: "a restart rolls exactly the workloads whose data changed while the manager was down, from the record on each workload"},
-	{Name: "enable-pprof", Support: Unsupported, Bool: true, Default: "false", Note: "the manager serves no pprof: profiling costs resident memory"},
-	{Name: "pprof-addr", Support: Unsupported, Default: ":6060", Note: "see enable-pprof"},
-	{Name: "enable-csi-integration", Support: Unsupported, Bool: true, Default: "false", Note: "SecretProviderClassPodStatus objects (Secrets Store CSI driver) are not watched"},
+	{Name: "auto-reload-all", Support: Supported, Bool: true, NoGap: "false"},
+	{Name: "configmap-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderConfigMapReloadAnnotation, Note: fixedNames},
+	{Name: "secret-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderSecretReloadAnnotation, Note: fixedNames},
+	{Name: "auto-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderAutoAnnotation, Note: fixedNames},
+	{Name: "ignore-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderIgnoreAnnotation, Note: fixedNames},
+	{Name: "configmap-auto-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderConfigMapAutoAnnotation, Note: fixedNames},
+	{Name: "secret-auto-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderSecretAutoAnnotation, Note: fixedNames},
+	{Name: "auto-search-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderSearchAnnotation, Note: fixedNames},
+	{Name: "search-match-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderMatchAnnotation, Note: fixedNames},
+	{Name: "pause-deployment-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderPausePeriodAnnotation, Note: fixedNames},
+	{Name: "pause-deployment-time-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderPausedAtAnnotation, Note: fixedNames},
+	{Name: "log-format", Support: Equivalent, NoGap: "", Note: "logs are JSON lines (zap); --zap-encoder=console for text"},
+	{Name: "log-level", Support: Unsupported, NoGap: "info", Note: "use --zap-log-level"},
+	{Name: "webhook-url", Support: Supported, NoGap: "", Note: "ours posts each roll and rolls; --webhook-only posts instead of rolling, as Reloader's does"},
+	{Name: "resources-to-ignore", Support: Supported, NoGap: ""},
+	{Name: "ignored-workload-types", Support: Supported, NoGap: "", Note: "'jobs', 'cronjobs' or both, as --controllers=*,-configmapwatcher-jobs,-configmapwatcher-cronjobs"},
+	{Name: "namespaces", Support: Unsupported, NoGap: "", Note: "use --watch-namespaces, which scopes the whole manager"},
+	{Name: "namespaces-to-ignore", Support: Supported, NoGap: ""},
+	{Name: "namespace-selector", Support: Supported, NoGap: "", Note: "the manager restarts when the set of matching namespaces changes"},
+	{Name: "resource-label-selector", Support: Supported, NoGap: ""},
+	{Name: "is-Argo-Rollouts", Support: Equivalent, NoGap: "false", Note: "Rollouts are rolled whenever the argoproj.io Rollout CRD is installed; --controllers=*,-configmapwatcher-rollouts leaves them alone"},
+	{Name: "reload-strategy", Support: Unsupported, NoGap: "annotations", Note: "a roll always changes the Pod template's app.example.com/config-hash (a keyed digest), never a container's environment: Reloader's env-vars strategy puts an unkeyed hash of Secret data in every container"},
+	{Name: "reload-on-create", Support: Unsupported, NoGap: "false", Note: "the creation of a source a workload uses and that was missing always rolls it; a source new to a workload is recorded without a roll"},
+	{Name: "reload-on-delete", Support: Supported, Bool: true, NoGap: "false"},
+	{Name: "enable-ha", Support: Unsupported, Bool: true, NoGap: "false", Note: "use --leader-elect: several replicas without it roll each change several times"},
+	{Name: "sync-after-restart", Support: Equivalent, Bool: true, NoGap: "false", Note: "a restart rolls exactly the workloads whose data changed while the manager was down, from the record on each workload"},
+	{Name: "enable-pprof", Support: Unsupported, Bool: true, NoGap: "false", Note: "the manager serves no pprof: profiling costs resident memory"},
+	{Name: "pprof-addr", Support: Unsupported, NoGap: ":6060", Note: "see enable-pprof"},
+	{Name: "enable-csi-integration", Support: Unsupported, Bool: true, NoGap: "false", Note: "SecretProviderClassPodStatus objects (Secrets Store CSI driver) are not watched"},
 }
 
 // ReloaderEnvironment are the environment variables Reloader v1.4.21 reads.
@@ -133,7 +134,7 @@ func isReloaderAnnotation(key string) bool {
 }
 
 // reloaderFlags holds the values of Reloader's flags that have no flag of the same name in
-// Options: they are accepted, and reported when given a value other than Reloader's default.
+// Options: they are accepted, and reported when given a value other than their NoGap.
 type reloaderFlags struct {
 	values map[string]*reloaderValue
 	// ignoredWorkloadTypes is --ignored-workload-types, which is supported.
@@ -147,14 +148,12 @@ type reloaderValue struct {
 	set   bool
 }
 
+// String is the value given, "" when none: --help shows no default for what is not applied.
 func (v *reloaderValue) String() string {
 	if v == nil {
 		return ""
 	}
-	if v.set {
-		return v.value
-	}
-	return v.form.Default
+	return v.value
 }
 
 func (v *reloaderValue) Set(s string) error {
@@ -198,13 +197,13 @@ func (f *reloaderFlags) ignores(kind string) bool {
 }
 
 // reportReloaderFlags logs each of Reloader's unsupported flags given a value other than its
-// default, and each of Reloader's unsupported variables set in the environment, and sets the
+// NoGap, and each of Reloader's unsupported variables set in the environment, and sets the
 // metric of each. It returns their names, flags with their dashes.
 func (o *Options) reportReloaderFlags(log logr.Logger, lookupEnv func(string) (string, bool)) []string {
 	var seen []string
 	for _, name := range slices.Sorted(maps.Keys(o.reloader.values)) {
 		v := o.reloader.values[name]
-		if !v.set || v.form.Support != Unsupported || v.value == v.form.Default || v.form.Bool && v.value == "" && v.form.Default == "true" {
+		if !v.set || v.form.Support != Unsupported || v.value == v.form.NoGap {
 			continue
 		}
 		reloaderUnsupported.WithLabelValues("flag", "--"+name, "").Set(1)
