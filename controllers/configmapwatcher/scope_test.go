@@ -95,8 +95,8 @@ func TestAutoReloadAll(t *testing.T) {
 		oursOff := k.workload(ns, "ours-off", "false", spec)
 		secretsOnly := k.workload(ns, "secrets-only", "", spec)
 		secretsOnly.SetAnnotations(map[string]string{v1alpha1.ReloaderConfigMapAutoAnnotation: "false"})
-		create(t, configMap(ns, "app", map[string]string{"k": "v1"}), secret(ns, "db", map[string]string{"k": "v1"}),
-			k.workload(ns, "plain", "", spec), k.workload(ns, "other", "", envFrom("other")), configMap(ns, "other", map[string]string{"k": "v1"}),
+		create(t, configMap(ns, "app", map[string]string{"k": "v1"}), secret(ns, "db", map[string]string{"k": "v1"}), configMap(ns, "other", map[string]string{"k": "v1"}),
+			k.workload(ns, "plain", "", spec), k.workload(ns, "other", "", envFrom("other")),
 			k.workload(ns, "no-sources", "", corev1.PodSpec{}), optedOut, oursOff, secretsOnly)
 		before := k.waitRecorded(t, ns, "plain", "other", "secrets-only")
 		settle(t, reconcileTotal(t), 0)
