@@ -177,6 +177,9 @@ type Selection struct {
 	// Runnables are what the selected controllers' options run beside them (Preparer), on
 	// every replica.
 	Runnables []manager.Runnable
+	// Idle are the selected controllers that Prepare found with nothing to do, and why: their
+	// readiness checks say so.
+	Idle map[string]string
 }
 
 // Prepare reads the cluster for what must be known before the manager is made: each selected
@@ -207,10 +210,12 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 	namespaces := slices.Sorted(maps.Keys(namespaceSet))
 	var discovery *discovery.DiscoveryClient
 	active := make([]Controller, 0, len(sel.Controllers))
+	sel.Idle = map[string]string{}
 	for _, c := range sel.Controllers {
 		if c.Idle != nil {
 			if reason := c.Idle(namespaces); reason != "" {
 				log.Info("Controller idle", "controller", c.Name, "reason", reason)
+				sel.Idle[c.Name] = reason
 				continue
 			}
 		}
@@ -226,8 +231,9 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 				return Selection{}, fmt.Errorf("controller %s: %w", c.Name, err)
 			}
 			if !served {
-				log.Info("Controller idle", "controller", c.Name,
-					"reason", fmt.Sprintf("the API server does not serve %s %s (is its CRD installed?); restart the manager once it is", gvk.GroupVersion(), gvk.Kind))
+				reason := fmt.Sprintf("the API server does not serve %s %s (is its CRD installed?); restart the manager once it is", gvk.GroupVersion(), gvk.Kind)
+				log.Info("Controller idle", "controller", c.Name, "reason", reason)
+				sel.Idle[c.Name] = reason
 				continue
 			}
 		}

@@ -60,12 +60,12 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 		if err != nil {
 			return err
 		}
-		return addProbes(mgr, o.HealthProbeBindAddress, readyChecks(mgr, sel.Controllers, func(c Controller) string {
+		return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, func(c Controller) string {
 			if w.leading(c.Name) {
 				return RoleLeading
 			}
 			return RoleStandby
-		}))
+		}), idleChecks(sel.Idle)...))
 	}
 	for _, c := range sel.Controllers {
 		workers := max(1, sel.Concurrency[c.Name])
@@ -80,7 +80,7 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	if err != nil {
 		return err
 	}
-	return addProbes(mgr, o.HealthProbeBindAddress, readyChecks(mgr, sel.Controllers, func(Controller) string { return role() }))
+	return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, func(Controller) string { return role() }), idleChecks(sel.Idle)...))
 }
 
 // managerRole returns what this replica does with every controller when one election (or none)
