@@ -59,6 +59,10 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the u
 	done
 	for f in config/components/*/crd/*.yaml; do cp config/crd/bases/$$(basename $$f) $$f; done
 
+.PHONY: docs
+docs: ## Generate the reference pages of docs/reference (flags, annotations, API) from the code.
+	go run ./hack/docgen -out docs/reference
+
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
 	gofmt -l -w $$(git ls-files '*.go')

@@ -11,7 +11,6 @@ import (
 	"runtime"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/example/switchboard/controllers"
@@ -34,11 +33,14 @@ func main() {
 	table := controllers.Table()
 	opts := controllers.NewOptions()
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
-	opts.BindFlags(fs, table)
-	config.RegisterFlags(fs) // --kubeconfig, read by ctrl.GetConfig
+	sections := opts.BindFlags(fs, table)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\nRuns the Switchboard controllers. %s.\n\nFlags:\n", fs.Name(), controllers.KnownControllers(table))
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s logs summary|trace [flags] [files]\n\nRuns the Switchboard controllers. %s.\n", fs.Name(), fs.Name(), controllers.KnownControllers(table))
+		for _, section := range sections {
+			fmt.Fprintf(fs.Output(), "\n%s flags:\n", section.Name)
+			section.FlagSet.SetOutput(fs.Output())
+			section.FlagSet.PrintDefaults()
+		}
 	}
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits 2 on a bad flag.
 	if fs.NArg() > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -114,5 +115,32 @@ func TestLogsSubcommandIsDispatched(t *testing.T) {
 	code, _, stderr := runManager(t, "logs")
 	if code != 2 || !strings.Contains(stderr, "summary") || !strings.Contains(stderr, "trace") {
 		t.Errorf("`manager logs` with no subcommand: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestHelpFlagsAreDocumented: every flag `manager --help` prints is in
+// docs/reference/flags.md, which `make docs` generates from the same flag sets.
+func TestHelpFlagsAreDocumented(t *testing.T) {
+	code, stdout, stderr := runManager(t, "--help")
+	if code != 0 {
+		t.Fatalf("manager --help exited %d:\n%s", code, stderr)
+	}
+	page, err := os.ReadFile(filepath.Join("docs", "reference", "flags.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	for _, line := range strings.Split(stdout+stderr, "\n") {
+		if !strings.HasPrefix(line, "  -") {
+			continue
+		}
+		name := strings.Fields(strings.TrimPrefix(line, "  -"))[0]
+		flags++
+		if !strings.Contains(string(page), "| `--"+name+"` |") {
+			t.Errorf("manager --help has --%s, docs/reference/flags.md does not: run `make docs`", name)
+		}
+	}
+	if flags < 20 {
+		t.Errorf("found only %d flags in manager --help:\n%s%s", flags, stdout, stderr)
 	}
 }

@@ -27,7 +27,6 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -557,7 +556,7 @@ func TestReelectedLeaderResumesFromTheCheckpoint(t *testing.T) {
 	container := corev1.Container{Name: "app", Image: "registry.example.com/app:v1"}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0", Labels: labels,
-			Annotations: map[string]string{recommender.UsageAnnotationPrefix + "app": low}},
+			Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": low}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container}},
 	}
 	objs := []client.Object{
@@ -702,7 +701,7 @@ func setUsage(t *testing.T, pod *corev1.Pod, usage string) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err
 		}
-		pod.Annotations[recommender.UsageAnnotationPrefix+"app"] = usage
+		pod.Annotations[v1alpha1.UsageAnnotationPrefix+"app"] = usage
 		return env.Client.Update(context.Background(), pod)
 	})
 	if err != nil {
