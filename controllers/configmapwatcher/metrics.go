@@ -75,9 +75,24 @@ var (
 )
 
 func init() {
-	// Reloader's dashboards read both values from the start.
+	// Served at 0 from the start, so that rate() and increase() see the first one: Reloader's
+	// dashboards read both values of success, and an alert on dropped notifications needs its
+	// series before the first drop.
 	reloaderReloads.WithLabelValues("true").Add(0)
 	reloaderReloads.WithLabelValues("false").Add(0)
+	webhookTotal.WithLabelValues("sent").Add(0)
+	webhookTotal.WithLabelValues("dropped").Add(0)
+}
+
+// skippedReasons are the reasons of skippedRolls.
+var skippedReasons = []string{skippedInvalidAnnotation, skippedSourceMissing, skippedRateLimited, skippedWebhookOnly, skippedPauseInvalid}
+
+// initKind serves skippedRolls at 0 for kind and every reason, so that an alert on its
+// increase sees the first skip.
+func initKind(kind string) {
+	for _, reason := range skippedReasons {
+		skippedRolls.WithLabelValues(kind, reason).Add(0)
+	}
 }
 
 // registered registers c with controller-runtime's registry, which the manager serves, and

@@ -119,6 +119,7 @@ func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []st
 	if err := s.setup(mgr, namespaces, settings); err != nil {
 		return nil, err
 	}
+	initKind(k.Name)
 	if s.notifier != nil {
 		if err := mgr.Add(s.notifier); err != nil {
 			return nil, fmt.Errorf("adding the webhook's notifier: %w", err)
