@@ -109,8 +109,10 @@ func TestScope(t *testing.T) {
 func TestRolloutLimiter(t *testing.T) {
 	now := time.Unix(1000, 0)
 	l := newRolloutLimiter(2, func() time.Time { return now })
-	if l.take() != 0 || l.take() != 0 {
-		t.Fatal("the first two rolls must start at once")
+	for i := range 2 {
+		if wait := l.take(); wait != 0 {
+			t.Fatalf("roll %d waits %s: the first two must start at once", i+1, wait)
+		}
 	}
 	if wait := l.take(); wait != rolloutWindow {
 		t.Errorf("third roll waits %s, want %s", wait, rolloutWindow)
@@ -120,8 +122,12 @@ func TestRolloutLimiter(t *testing.T) {
 		t.Errorf("third roll 30s later waits %s", wait)
 	}
 	now = now.Add(rolloutWindow - 30*time.Second)
-	if l.take() != 0 || l.take() != 0 || l.take() == 0 {
-		t.Error("a window later, two more rolls and no third")
+	var waits []time.Duration
+	for range 3 {
+		waits = append(waits, l.take())
+	}
+	if waits[0] != 0 || waits[1] != 0 || waits[2] == 0 {
+		t.Errorf("a window later, waits %v: want two more rolls at once and the third put off", waits)
 	}
 	if newRolloutLimiter(0, time.Now).take() != 0 {
 		t.Error("0 is no limit")

@@ -98,9 +98,9 @@ func TestAutoReloadAll(t *testing.T) {
 		create(t, configMap(ns, "app", map[string]string{"k": "v1"}), secret(ns, "db", map[string]string{"k": "v1"}), configMap(ns, "other", map[string]string{"k": "v1"}),
 			k.workload(ns, "plain", "", spec), k.workload(ns, "other", "", envFrom("other")),
 			k.workload(ns, "no-sources", "", corev1.PodSpec{}), optedOut, oursOff, secretsOnly)
-		before := k.waitRecorded(t, ns, "plain", "other", "secrets-only")
+		k.waitRecorded(t, ns, "plain", "other", "secrets-only")
 		settle(t, reconcileTotal(t), 0)
-		before = k.states(t, ns)
+		before := k.states(t, ns)
 		for _, name := range []string{"no-sources", "opted-out", "ours-off"} {
 			if s := before[name]; s.Record != "" || s.Hash != "" {
 				t.Errorf("%s %s written under --auto-reload-all: %+v", k.name, name, s)
