@@ -248,7 +248,9 @@ func unsupportedAnnotations(annotations map[string]string, reading podrefs.Readi
 // per annotation with the count and up to five workloads, and sets the metric.
 func reportReloaderAnnotations[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], reading podrefs.Reading, log logr.Logger) error {
 	list := k.NewList()
-	if err := reader.List(ctx, list); err != nil {
+	// The cache's own objects, read and not kept: a copy of every workload would be garbage
+	// that the resident memory holds for a while.
+	if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing %ss: %w", k.Name, err)
 	}
 	carriers := map[string][]string{}
