@@ -182,7 +182,8 @@ var (
 		skeleton: func(r *unstructured.Unstructured) *unstructured.Unstructured {
 			out := &unstructured.Unstructured{Object: map[string]any{"apiVersion": r.GetAPIVersion(), "kind": r.GetKind()}}
 			if metadata, ok := r.Object["metadata"].(map[string]any); ok {
-				out.Object["metadata"] = metadata
+				// A copy: the trim changes what it keeps, never the object it is given.
+				out.Object["metadata"] = runtime.DeepCopyJSON(metadata)
 			}
 			if restartAt, found, _ := unstructured.NestedString(r.Object, "spec", "restartAt"); found {
 				_ = unstructured.SetNestedField(out.Object, restartAt, "spec", "restartAt")
