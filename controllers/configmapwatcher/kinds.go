@@ -188,6 +188,9 @@ var (
 			if restartAt, found, _ := unstructured.NestedString(r.Object, "spec", "restartAt"); found {
 				_ = unstructured.SetNestedField(out.Object, restartAt, "spec", "restartAt")
 			}
+			if workloadRef, found, _ := unstructured.NestedMap(r.Object, "spec", "workloadRef"); found {
+				_ = unstructured.SetNestedMap(out.Object, workloadRef, "spec", "workloadRef")
+			}
 			return out
 		},
 		keepTemplate: func(r *unstructured.Unstructured, t corev1.PodTemplateSpec) { _ = podrefs.SetRolloutTemplate(r, &t) },
@@ -204,6 +207,12 @@ var (
 				_ = unstructured.SetNestedField(u.Object, w.restartAt, "spec", "restartAt")
 			}
 			return client.ApplyConfigurationFromUnstructured(u)
+		},
+		// A Rollout whose Pods come from a Deployment (spec.workloadRef) has no Pod template of
+		// its own to change: the Deployment is the one to annotate.
+		leftAlone: func(r *unstructured.Unstructured) bool {
+			_, found, _ := unstructured.NestedMap(r.Object, "spec", "workloadRef")
+			return found
 		},
 	}
 )

@@ -96,6 +96,9 @@ func TestTrim(t *testing.T) {
 		{"Rollout opted in: unstructured, spec.restartAt kept", Rollouts.Trim(NewOptions()),
 			rollout(meta(optedIn), fullTemplate(templateAnnotations), "2026-01-01T00:00:00Z", map[string]any{"replicas": int64(3), "strategy": map[string]any{"canary": map[string]any{}}}),
 			rollout(trimmedMeta(kept), trimmedTemplate(templateAnnotations), "2026-01-01T00:00:00Z", nil)},
+		{"Rollout of a Deployment's Pods (workloadRef): left alone, metadata and the reference only", Rollouts.Trim(NewOptions()),
+			rollout(meta(optedIn), corev1.PodTemplateSpec{}, "", map[string]any{"workloadRef": map[string]any{"kind": "Deployment", "name": "web"}}),
+			withoutTemplate(rollout(trimmedMeta(kept), corev1.PodTemplateSpec{}, "", map[string]any{"workloadRef": map[string]any{"kind": "Deployment", "name": "web"}}))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.trim(tc.in)
@@ -137,6 +140,12 @@ func rollout(meta metav1.ObjectMeta, template corev1.PodTemplateSpec, restartAt 
 	if restartAt != "" {
 		_ = unstructured.SetNestedField(u.Object, restartAt, "spec", "restartAt")
 	}
+	return u
+}
+
+// withoutTemplate removes a Rollout's spec.template.
+func withoutTemplate(u *unstructured.Unstructured) *unstructured.Unstructured {
+	unstructured.RemoveNestedField(u.Object, "spec", "template")
 	return u
 }
 
