@@ -86,6 +86,11 @@ func main() {
 		log.Error(err, "Loading kubeconfig failed")
 		os.Exit(1)
 	}
+	ctx := ctrl.SetupSignalHandler()
+	if selection, err = opts.Prepare(ctx, opts.RESTConfig(cfg), selection, log); err != nil {
+		log.Error(err, "Preparing controllers failed")
+		os.Exit(1)
+	}
 	mgrOpts := opts.ManagerOptions(controllers.NewScheme(), selection)
 	if mgrOpts.LeaderElectionResourceLockInterface, err = opts.ManagerLeaseLock(cfg, selection); err != nil {
 		log.Error(err, "Setting up leader election failed")
@@ -100,7 +105,6 @@ func main() {
 		log.Error(err, "Adding the log sampling reporter failed")
 		os.Exit(1)
 	}
-	ctx := ctrl.SetupSignalHandler()
 	if err := controllers.Wire(ctx, mgr, selection, opts); err != nil {
 		log.Error(err, "Setting up controllers failed")
 		os.Exit(1)

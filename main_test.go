@@ -49,7 +49,7 @@ func TestBadFlagsExitTwoAndNameTheKnownControllers(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--controllers=nope"}, []string{`"nope"`, "known controllers: myapp, verticalscaler, configmapwatcher-deployments",
-			"groups: configmapwatcher (configmapwatcher-deployments, configmapwatcher-statefulsets, configmapwatcher-daemonsets, configmapwatcher-cronjobs)"}},
+			"groups: configmapwatcher (configmapwatcher-deployments, configmapwatcher-statefulsets, configmapwatcher-daemonsets, configmapwatcher-cronjobs, configmapwatcher-jobs, configmapwatcher-rollouts)"}},
 		{[]string{"--controllers=-myapp,-verticalscaler,-configmapwatcher,*"}, []string{"enables no controller", "known controllers"}},
 		{[]string{"--reload-debounce=-1s"}, []string{"--reload-debounce must not be negative"}},
 		{[]string{"--config-digest-key-secret=Bad_NS/key"}, []string{"--config-digest-key-secret", "Bad_NS"}},

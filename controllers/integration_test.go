@@ -62,10 +62,10 @@ func TestReadinessCheckPerEnabledController(t *testing.T) {
 		want        []string
 	}{
 		{"*", []string{"configmapwatcher-cronjobs", "configmapwatcher-daemonsets", "configmapwatcher-deployments",
-			"configmapwatcher-statefulsets", "myapp", "verticalscaler"}},
+			"configmapwatcher-jobs", "configmapwatcher-rollouts", "configmapwatcher-statefulsets", "myapp", "verticalscaler"}},
 		{"*,-configmapwatcher", []string{"myapp", "verticalscaler"}},
 		{"configmapwatcher,-configmapwatcher-cronjobs", []string{"configmapwatcher-daemonsets", "configmapwatcher-deployments",
-			"configmapwatcher-statefulsets"}},
+			"configmapwatcher-jobs", "configmapwatcher-rollouts", "configmapwatcher-statefulsets"}},
 		{"verticalscaler", []string{"verticalscaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {

@@ -16,8 +16,10 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/internal/testenv"
@@ -106,6 +108,8 @@ func servedMetrics(t *testing.T) []string {
 		"--kubeconfig=" + kubeconfig, "--metrics-bind-address=" + metrics, "--metrics-secure=false", "--health-probe-bind-address=" + probes,
 		"--leader-elect", "--leader-elect-scope=controller", "--leader-election-namespace=" + ns,
 		"--trigger-bind-address=" + trigger, "--trigger-token-file=" + token, "--usage-source=pod-annotations", "--usage-interval=1s",
+		// One of Reloader's flags the configmapwatcher does not support, to be reported.
+		"--enable-pprof",
 	}})
 	testenv.Eventually(t, 2*time.Minute, func() error { return p.Ready(ctx) })
 	// Work for every controller, so that the families created on first use are served.
@@ -123,6 +127,21 @@ func servedMetrics(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	postTrigger(t, trigger, "s3cret", "myapp", ns, app.Name)
+	// A roll of the MyApp's Deployment, once the configmapwatcher has recorded it.
+	testenv.Eventually(t, time.Minute, func() error {
+		d := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app.Name}, d); err != nil {
+			return err
+		}
+		if d.Annotations[v1alpha1.ConfigStateAnnotation] == "" {
+			return fmt.Errorf("Deployment not recorded yet")
+		}
+		return nil
+	})
+	cfg.Data = map[string]string{"k": "v2"}
+	if err := env.Client.Update(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
 
 	var names []string
 	testenv.Eventually(t, time.Minute, func() error {
@@ -131,7 +150,8 @@ func servedMetrics(t *testing.T) []string {
 			return err
 		}
 		names = families
-		for _, want := range []string{"switchboard_source_events_total", "controller_runtime_reconcile_time_seconds", "rest_client_requests_total"} {
+		for _, want := range []string{"switchboard_source_events_total", "controller_runtime_reconcile_time_seconds", "rest_client_requests_total",
+			"switchboard_configmapwatcher_rolls_total"} {
 			if !slices.Contains(names, want) {
 				return fmt.Errorf("%s not served yet", want)
 			}

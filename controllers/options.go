@@ -1,15 +1,23 @@
 package controllers
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap/zapcore"
@@ -210,6 +218,100 @@ func controllerFlags(table []Controller) []ControllerFlags {
 type Selection struct {
 	Controllers []Controller
 	Concurrency map[string]int
+	// Runnables are what the selected controllers' options run beside them (Preparer), on
+	// every replica.
+	Runnables []manager.Runnable
+	// Idle are the selected controllers that Prepare found with nothing to do, and why: their
+	// readiness checks say so.
+	Idle map[string]string
+}
+
+// Prepare reads the cluster for what must be known before the manager is made: each selected
+// controller's options that ask for it (Preparer), and whether the API server serves the
+// primary kind of each optional controller. It returns the selection without the controllers
+// that are idle (an optional kind not served, or Controller.Idle), each said once in log.
+func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, log logr.Logger) (Selection, error) {
+	ctx = logr.NewContext(ctx, log)
+	var prepared []ControllerFlags
+	for _, c := range sel.Controllers {
+		p, ok := c.Flags.(Preparer)
+		if !ok || slices.Contains(prepared, c.Flags) {
+			continue
+		}
+		prepared = append(prepared, c.Flags)
+		run, err := p.Prepare(ctx, cfg)
+		if err != nil {
+			return Selection{}, fmt.Errorf("preparing controller %s: %w", c.Name, err)
+		}
+		if run != nil {
+			sel.Runnables = append(sel.Runnables, run)
+		}
+	}
+	namespaceSet, err := o.namespaces()
+	if err != nil {
+		return Selection{}, err
+	}
+	namespaces := slices.Sorted(maps.Keys(namespaceSet))
+	var discovery *discovery.DiscoveryClient
+	active := make([]Controller, 0, len(sel.Controllers))
+	sel.Idle = map[string]string{}
+	for _, c := range sel.Controllers {
+		if c.Idle != nil {
+			if reason := c.Idle(namespaces); reason != "" {
+				log.Info("Controller idle", "controller", c.Name, "reason", reason)
+				sel.Idle[c.Name] = reason
+				continue
+			}
+		}
+		if c.Optional {
+			if discovery == nil {
+				if discovery, err = newDiscovery(cfg); err != nil {
+					return Selection{}, err
+				}
+			}
+			gvk := c.For.GetObjectKind().GroupVersionKind()
+			served, err := serves(discovery, gvk)
+			if err != nil {
+				return Selection{}, fmt.Errorf("controller %s: %w", c.Name, err)
+			}
+			if !served {
+				reason := fmt.Sprintf("the API server does not serve %s %s (is its CRD installed?); restart the manager once it is", gvk.GroupVersion(), gvk.Kind)
+				log.Info("Controller idle", "controller", c.Name, "reason", reason)
+				sel.Idle[c.Name] = reason
+				continue
+			}
+		}
+		active = append(active, c)
+	}
+	sel.Controllers = active
+	return sel, nil
+}
+
+// newDiscovery returns a discovery client without client-side rate limit: it makes a request
+// or two, once.
+func newDiscovery(cfg *rest.Config) (*discovery.DiscoveryClient, error) {
+	c, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	return c, nil
+}
+
+// serves says whether the API server serves gvk.
+func serves(c *discovery.DiscoveryClient, gvk schema.GroupVersionKind) (bool, error) {
+	resources, err := c.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("asking the API server whether it serves %s: %w", gvk.GroupVersion(), err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Kind == gvk.Kind {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Resolve validates the flags that name controllers and the other settings that a bad value
@@ -370,6 +472,9 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 		// next leader wait out the lease.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         o.cacheOptions(namespaces, sel.Controllers),
+		// A controller whose primary kind is another project's CRD reads it as unstructured
+		// objects (the configmapwatcher's Argo Rollouts): from the cache, like every kind.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
 }
 
@@ -387,20 +492,30 @@ func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Co
 			watchers[kindOf(obj)]++
 		}
 	}
+	managerNamespaces := slices.Sorted(maps.Keys(namespaces))
 	byObject := map[client.Object]cache.ByObject{}
 	seen := map[string]bool{}
 	for _, c := range selected {
 		for _, obj := range c.watchedObjects() {
 			kind := kindOf(obj)
-			transform := cacheTransform(keepManagedFields[kind])
-			if trim := c.trim(kind); trim != nil && watchers[kind] == 1 {
-				transform = trim
+			if seen[kind] {
+				continue
 			}
-			if transform == nil || seen[kind] {
+			entry := cache.ByObject{Transform: cacheTransform(keepManagedFields[kind])}
+			if watchers[kind] == 1 {
+				if trim := c.trim(kind); trim != nil {
+					entry.Transform = trim
+				}
+				if scope := c.cacheScope(kind); scope != nil {
+					narrowed := scope(managerNamespaces)
+					entry.Namespaces, entry.Field = narrowed.Namespaces, narrowed.Field
+				}
+			}
+			if entry.Transform == nil && entry.Namespaces == nil && entry.Field == nil {
 				continue
 			}
 			seen[kind] = true
-			byObject[obj] = cache.ByObject{Transform: transform}
+			byObject[obj] = entry
 		}
 	}
 	return cache.Options{

@@ -2,7 +2,10 @@ package controllers
 
 import (
 	"flag"
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -23,10 +26,10 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 		controllers string
 		want        []string
 	}{
-		{"*", []string{"CronJob", "DaemonSet", "MyApp", "StatefulSet", "VerticalScaler"}},
-		{"configmapwatcher", []string{"CronJob", "DaemonSet", "Deployment", "StatefulSet"}},
+		{"*", []string{"CronJob", "DaemonSet", "Job", "MyApp", "Rollout", "StatefulSet", "VerticalScaler"}},
+		{"configmapwatcher", []string{"CronJob", "DaemonSet", "Deployment", "Job", "Rollout", "StatefulSet"}},
 		{"configmapwatcher-statefulsets", []string{"StatefulSet"}},
-		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "MyApp", "StatefulSet"}},
+		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "Job", "MyApp", "Rollout", "StatefulSet"}},
 		{"myapp", []string{"MyApp"}},
 		{"verticalscaler", []string{"VerticalScaler"}},
 	} {
@@ -44,6 +47,53 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 			sort.Strings(got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("kinds configured in the cache (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCacheScopes: the configmapwatcher's scope flags narrow what the cache lists of the
+// workload kinds it alone watches (--namespaces-to-ignore as a field selector, the manager's
+// namespaces without the ignored ones), and leave alone a kind another controller watches
+// whole (Deployments, with myapp).
+func TestCacheScopes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		// want is, per kind, its namespaces and field selector.
+		want map[string]string
+	}{
+		{"no scope", []string{"--controllers=configmapwatcher-deployments"}, map[string]string{"Deployment": "[] "}},
+		{"ignored namespaces: a field selector", []string{"--controllers=configmapwatcher-deployments", "--namespaces-to-ignore=kube-system,noisy"},
+			map[string]string{"Deployment": "[] metadata.namespace!=kube-system,metadata.namespace!=noisy"}},
+		{"watched namespaces without the ignored ones", []string{"--controllers=configmapwatcher-deployments", "--watch-namespaces=a,b,noisy", "--namespaces-to-ignore=noisy"},
+			map[string]string{"Deployment": "[a b] "}},
+		{"a kind another controller watches whole is not narrowed", []string{"--controllers=configmapwatcher-deployments,configmapwatcher-jobs,myapp", "--namespaces-to-ignore=noisy"},
+			map[string]string{"Job": "[] metadata.namespace!=noisy", "MyApp": "[] "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			table := Table()
+			o := NewOptions()
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			o.BindFlags(fs, table)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			sel, err := o.Resolve(table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for obj, by := range o.ManagerOptions(NewScheme(), sel).Cache.ByObject {
+				namespaces := slices.Sorted(maps.Keys(by.Namespaces))
+				field := ""
+				if by.Field != nil {
+					field = by.Field.String()
+				}
+				got[kindOf(obj)] = fmt.Sprintf("%v %s", namespaces, field)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("namespaces and field selector per kind (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -21,7 +21,20 @@ const (
 	RoleStandby = "standby, caches synced"
 	// RoleRunning: no leader election, every replica runs the controller.
 	RoleRunning = "running, no leader election"
+	// RoleIdle starts the role of a controller that has nothing to do here (an optional kind
+	// the API server does not serve); the reason follows.
+	RoleIdle = "idle: "
 )
+
+// idleChecks returns a readiness check per idle controller: always ready, its role saying why
+// it is idle.
+func idleChecks(idle map[string]string) []readyCheck {
+	var checks []readyCheck
+	for name, reason := range idle {
+		checks = append(checks, readyCheck{name: name, check: func(*http.Request) error { return nil }, role: func() string { return RoleIdle + reason }})
+	}
+	return checks
+}
 
 // readyCheck is one controller's readiness: whether its caches have synced, and what this
 // replica does with it.

@@ -161,7 +161,7 @@ func TestTableIsWellFormed(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets",
-		"configmapwatcher-daemonsets", "configmapwatcher-cronjobs"}, Selection{Controllers: Table()}.Names()); diff != "" {
+		"configmapwatcher-daemonsets", "configmapwatcher-cronjobs", "configmapwatcher-jobs", "configmapwatcher-rollouts"}, Selection{Controllers: Table()}.Names()); diff != "" {
 		t.Errorf("table rows (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"maps"
@@ -10,10 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -66,6 +70,19 @@ type Controller struct {
 	// only when this is the only selected controller that watches the kind, and the trim then
 	// replaces the managed-fields rule above.
 	Trims []Trim
+	// CacheScopes narrow, for a watched kind, what the cache lists (namespaces, a field
+	// selector), as the controller's own flags scope it. Like a trim, a scope applies only when
+	// this is the only selected controller that watches the kind; otherwise the controller
+	// leaves out what is not in its scope itself.
+	CacheScopes []CacheScope
+	// Optional says the primary kind comes from another project's CRD (Argo Rollouts): when
+	// the API server does not serve it, the controller is idle, says so once at start, and
+	// nothing of it is set up.
+	Optional bool
+	// Idle, when set, says why the controller's own flags leave it nothing to do ("" when they
+	// leave it something), given the manager's namespaces (none for all): an idle controller
+	// says so once at start, and nothing of it is set up.
+	Idle func(namespaces []string) string
 	// Flags are the controller's own options, which live in its package: the manager binds
 	// them beside its own flags and Resolve validates them. The rows of one group share one
 	// value; nil for a controller without flags.
@@ -82,6 +99,13 @@ type ControllerFlags interface {
 	AddFlags(fs *flag.FlagSet)
 	// Validate says what is wrong with the values, naming the flag.
 	Validate() error
+}
+
+// Preparer is implemented by a controller's options that read the cluster before the manager
+// is made (what the cache lists is fixed then). The runnable it returns, if any, runs on every
+// replica for as long as the manager does.
+type Preparer interface {
+	Prepare(ctx context.Context, cfg *rest.Config) (manager.Runnable, error)
 }
 
 // How says how a controller watches a secondary kind.
@@ -113,7 +137,7 @@ type Watch struct {
 	// manager's cache).
 	Map func(reader client.Reader) handler.MapFunc
 	// Source returns, for an Uncached watch, the source on mgr over namespaces (nil for every
-	// namespace), configured by the flags.
+	// namespace), configured by the flags; nil when the flags switch the watch off.
 	Source func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error)
 }
 
@@ -146,6 +170,15 @@ type Producer struct {
 	On func() bool
 	// New returns the producer's loop on mgr.
 	New func(mgr ctrl.Manager, o *Options) (sources.Run, error)
+}
+
+// CacheScope narrows what the cache lists of one kind.
+type CacheScope struct {
+	// Object is an instance of the kind.
+	Object client.Object
+	// ByObject returns the namespaces and field selector to list, given the manager's
+	// namespaces (none for all); its Transform is not read.
+	ByObject func(namespaces []string) cache.ByObject
 }
 
 // Trim is a cache transform that keeps of the objects of one kind what a controller reads.
@@ -224,18 +257,21 @@ func Table() []Controller {
 			},
 		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of
-		// source (ConfigMaps, Secrets) and namespace, and the digest key.
-		configMapWatcherRow(reload, reloadOptions, configmapwatcher.Deployments, indexers.DeploymentBySource),
-		configMapWatcherRow(reload, reloadOptions, configmapwatcher.StatefulSets, indexers.StatefulSetBySource),
-		configMapWatcherRow(reload, reloadOptions, configmapwatcher.DaemonSets, indexers.DaemonSetBySource),
-		configMapWatcherRow(reload, reloadOptions, configmapwatcher.CronJobs, indexers.CronJobBySource),
+		// source (ConfigMaps, Secrets) and namespace, the digest key, the limit of rolls per
+		// minute and the webhook. Argo Rollouts are optional: without their CRD the row is idle.
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.Deployments, false),
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.StatefulSets, false),
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.DaemonSets, false),
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.CronJobs, false),
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.Jobs, false),
+		configMapWatcherRow(reload, reloadOptions, configmapwatcher.Rollouts, true),
 	}
 }
 
-// configMapWatcherRow is the configmapwatcher's row for the workload kind k: the opted-in
-// workloads of the kind, cached and trimmed; ConfigMaps and Secrets through the shared
+// configMapWatcherRow is the configmapwatcher's row for the workload kind k: the workloads of
+// the kind in its scope, cached and trimmed; ConfigMaps and Secrets through the shared
 // uncached watches, mapped through the kind's index of sources.
-func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags *configmapwatcher.Options, k configmapwatcher.Kind[T], index indexers.Index) Controller {
+func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags *configmapwatcher.Options, k configmapwatcher.Kind[T], optional bool) Controller {
 	watch := func(kind podrefs.SourceKind) Watch {
 		return Watch{Object: metadataOnly(corev1.SchemeGroupVersion.WithKind(string(kind))), How: Uncached,
 			Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
@@ -247,12 +283,22 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 		Group:            configmapwatcher.Group,
 		EnabledByDefault: true,
 		For:              k.New(),
-		ForPredicates:    configmapwatcher.Predicates(),
+		ForPredicates:    configmapwatcher.Predicates(flags),
 		Watches:          []Watch{watch(podrefs.ConfigMap), watch(podrefs.Secret)},
-		Indexes:          []indexers.Index{index},
+		Indexes:          []indexers.Index{indexers.WorkloadsBySource(k.New(), flags.ReloadsAll)},
 		Sources:          []sources.Name{sources.Periodic, sources.HTTPTrigger},
-		Trims:            []Trim{{Object: k.New(), Transform: k.Trim}},
-		Flags:            flags,
+		Trims:            []Trim{{Object: k.New(), Transform: k.Trim(flags)}},
+		CacheScopes: []CacheScope{{Object: k.New(), ByObject: func(namespaces []string) cache.ByObject {
+			return flags.Scope().CacheScope(namespaces)
+		}}},
+		Optional: optional,
+		Idle: func(namespaces []string) string {
+			if flags.Ignores(k.Name) {
+				return "--ignored-workload-types leaves " + k.Name + "s alone"
+			}
+			return flags.Scope().Idle(namespaces)
+		},
+		Flags: flags,
 		New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {
 			namespaces, err := o.namespaces()
 			if err != nil {

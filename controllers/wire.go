@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,6 +38,11 @@ import (
 // holds the group's Lease (see leaders.go). Every error names the step and the controller it
 // failed for.
 func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) error {
+	for _, r := range sel.Runnables {
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("adding a runnable of the controllers' options: %w", err)
+		}
+	}
 	if err := addIndexes(ctx, mgr, sel.Controllers); err != nil {
 		return err
 	}
@@ -54,12 +60,12 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 		if err != nil {
 			return err
 		}
-		return addProbes(mgr, o.HealthProbeBindAddress, readyChecks(mgr, sel.Controllers, func(c Controller) string {
+		return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, func(c Controller) string {
 			if w.leading(c.Name) {
 				return RoleLeading
 			}
 			return RoleStandby
-		}))
+		}), idleChecks(sel.Idle)...))
 	}
 	for _, c := range sel.Controllers {
 		workers := max(1, sel.Concurrency[c.Name])
@@ -74,7 +80,7 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	if err != nil {
 		return err
 	}
-	return addProbes(mgr, o.HealthProbeBindAddress, readyChecks(mgr, sel.Controllers, func(Controller) string { return role() }))
+	return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, func(Controller) string { return role() }), idleChecks(sel.Idle)...))
 }
 
 // managerRole returns what this replica does with every controller when one election (or none)
@@ -132,7 +138,9 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 			if err != nil {
 				return fmt.Errorf("watch of %s: %w", kindOf(w.Object), err)
 			}
-			b = b.WatchesRawSource(src)
+			if src != nil { // nil: the flags switch the watch off
+				b = b.WatchesRawSource(src)
+			}
 		}
 	}
 	for _, trigger := range triggers {
@@ -264,8 +272,17 @@ func addTriggerProducer(mgr ctrl.Manager, registry *sources.Registry, o *Options
 	return err
 }
 
-// listFor returns a constructor of empty lists of obj's kind.
+// listFor returns a constructor of empty lists of obj's kind: typed lists from the scheme, or
+// unstructured lists for an unstructured kind (another project's CRD).
 func listFor(mgr ctrl.Manager, obj client.Object) (func() client.ObjectList, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		listGVK := u.GroupVersionKind().GroupVersion().WithKind(u.GetKind() + "List")
+		return func() client.ObjectList {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(listGVK)
+			return list
+		}, nil
+	}
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
 		return nil, err
@@ -289,6 +306,16 @@ func (c Controller) watchedObjects() []client.Object {
 		}
 	}
 	return objs
+}
+
+// cacheScope returns the controller's cache scope of kind, or nil.
+func (c Controller) cacheScope(kind string) func([]string) cache.ByObject {
+	for _, s := range c.CacheScopes {
+		if kindOf(s.Object) == kind {
+			return s.ByObject
+		}
+	}
+	return nil
 }
 
 // trim returns the controller's trim of kind, or nil.

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"reflect"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
@@ -29,8 +27,12 @@ type Index struct {
 	Extract client.IndexerFunc
 }
 
-// String names the index by kind and field, as --list-controllers prints it.
+// String names the index by kind and field, as --list-controllers prints it: the set kind of
+// an unstructured object, else the Go type's name.
 func (i Index) String() string {
+	if kind := i.Object.GetObjectKind().GroupVersionKind().Kind; kind != "" {
+		return kind + ":" + i.Field
+	}
 	return reflect.TypeOf(i.Object).Elem().Name() + ":" + i.Field
 }
 
@@ -45,23 +47,23 @@ const (
 	WorkloadSourcesField = "spec.template.sources"
 )
 
-// The shared indexes.
-var (
-	// VerticalScalerByDeploymentName finds the VerticalScalers that name a Deployment.
-	VerticalScalerByDeploymentName = Index{
-		Object:  &v1alpha1.VerticalScaler{},
-		Field:   VerticalScalerDeploymentNameField,
-		Extract: VerticalScalerDeploymentName,
-	}
-	// DeploymentBySource finds the opted-in Deployments that may roll on a ConfigMap or Secret.
-	DeploymentBySource = Index{Object: &appsv1.Deployment{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
-	// StatefulSetBySource finds the opted-in StatefulSets that may roll on a ConfigMap or Secret.
-	StatefulSetBySource = Index{Object: &appsv1.StatefulSet{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
-	// DaemonSetBySource finds the opted-in DaemonSets that may roll on a ConfigMap or Secret.
-	DaemonSetBySource = Index{Object: &appsv1.DaemonSet{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
-	// CronJobBySource finds the opted-in CronJobs that may roll on a ConfigMap or Secret.
-	CronJobBySource = Index{Object: &batchv1.CronJob{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
-)
+// VerticalScalerByDeploymentName finds the VerticalScalers that name a Deployment.
+var VerticalScalerByDeploymentName = Index{
+	Object:  &v1alpha1.VerticalScaler{},
+	Field:   VerticalScalerDeploymentNameField,
+	Extract: VerticalScalerDeploymentName,
+}
+
+// WorkloadsBySource is the index of the opted-in workloads of obj's kind (a Deployment,
+// StatefulSet, DaemonSet, CronJob, Job, or an Argo Rollout as an unstructured object with its
+// kind set) by the ConfigMaps and Secrets they may roll on. autoReloadAll says, when the index
+// is read (once the flags are parsed), whether every workload that says nothing rolls on what
+// it references (--auto-reload-all).
+func WorkloadsBySource(obj client.Object, autoReloadAll func() bool) Index {
+	return Index{Object: obj, Field: WorkloadSourcesField, Extract: func(o client.Object) []string {
+		return WorkloadSources(o, autoReloadAll())
+	}}
+}
 
 // VerticalScalerDeploymentName returns the Deployment a VerticalScaler names, if any.
 func VerticalScalerDeploymentName(obj client.Object) []string {
@@ -72,18 +74,18 @@ func VerticalScalerDeploymentName(obj client.Object) []string {
 	return []string{vs.Spec.DeploymentName}
 }
 
-// WorkloadSources returns the values a workload (Deployment, StatefulSet, DaemonSet, CronJob)
-// is indexed under: podrefs.Selection.IndexValues of its annotations and Pod template, with
-// Reloader's annotations read whatever --reloader-annotations says (a few more entries when it
-// is off cost a reconcile that finds nothing to do, and keep the index independent of flags).
-// An annotation that cannot be read indexes what can; the controller reports the rest. Nothing
-// for a workload that did not opt in, or for other kinds.
-func WorkloadSources(obj client.Object) []string {
+// WorkloadSources returns the values a workload (a kind podrefs.PodTemplate knows) is indexed
+// under: podrefs.Selection.IndexValues of its annotations and Pod template, with Reloader's
+// annotations read whatever --reloader-annotations says (a few more entries when it is off cost
+// a reconcile that finds nothing to do) and autoReloadAll as --auto-reload-all says. An
+// annotation that cannot be read indexes what can; the controller reports the rest. Nothing for
+// a workload that did not opt in, or for other kinds.
+func WorkloadSources(obj client.Object, autoReloadAll bool) []string {
 	template := podrefs.PodTemplate(obj)
 	if template == nil {
 		return nil
 	}
-	selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, true)
+	selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, podrefs.Reading{Reloader: true, AutoReloadAll: autoReloadAll})
 	return selection.IndexValues(podrefs.References(&template.Spec))
 }
 

@@ -10,9 +10,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/podrefs"
 )
 
 // recordingIndexer records the indexes registered with it.
@@ -26,6 +28,17 @@ func (r *recordingIndexer) IndexField(_ context.Context, obj client.Object, fiel
 	return r.fail
 }
 
+// never is an --auto-reload-all that is off.
+func never() bool { return false }
+
+var deployments = WorkloadsBySource(&appsv1.Deployment{}, never)
+
+func rollout() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(podrefs.RolloutKind)
+	return u
+}
+
 func TestRegisterEachIndexOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -35,8 +48,9 @@ func TestRegisterEachIndexOnce(t *testing.T) {
 		{name: "none", indexes: nil, want: nil},
 		{name: "one", indexes: []Index{VerticalScalerByDeploymentName}, want: []string{"VerticalScaler:spec.deploymentName"}},
 		{name: "same index from two controllers",
-			indexes: []Index{DeploymentBySource, VerticalScalerByDeploymentName, DeploymentBySource, CronJobBySource},
+			indexes: []Index{deployments, VerticalScalerByDeploymentName, deployments, WorkloadsBySource(&batchv1.CronJob{}, never)},
 			want:    []string{"Deployment:spec.template.sources", "VerticalScaler:spec.deploymentName", "CronJob:spec.template.sources"}},
+		{name: "an unstructured kind", indexes: []Index{WorkloadsBySource(rollout(), never)}, want: []string{"Rollout:spec.template.sources"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &recordingIndexer{}
@@ -85,19 +99,34 @@ func TestWorkloadSources(t *testing.T) {
 	ds.Spec.Template.Annotations = map[string]string{v1alpha1.ReloaderAutoAnnotation: "true"}
 	ds.Spec.Template.Spec.Volumes = volume
 	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.ReloaderConfigMapReloadAnnotation: "app-.*"}}}
+	job := &batchv1.Job{ObjectMeta: optedIn}
+	job.Spec.Template.Spec.Volumes = volume
+	r := rollout()
+	r.SetAnnotations(optedIn.Annotations)
+	if err := podrefs.SetRolloutTemplate(r, &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: volume}}); err != nil {
+		t.Fatal(err)
+	}
+	plain := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: volume}}}}
+	optedOut := plain.DeepCopy()
+	optedOut.Annotations = map[string]string{v1alpha1.ReloaderAutoAnnotation: "false"}
 	for _, tc := range []struct {
-		obj  client.Object
-		want []string
+		obj           client.Object
+		autoReloadAll bool
+		want          []string
 	}{
-		{d, []string{"Secret/tls"}},
-		{s, []string{"Secret/tls"}},
-		{ds, []string{"Secret/tls"}},
-		{cj, []string{"ConfigMap/*"}},
-		{&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: volume}}}}, nil},
-		{&corev1.ConfigMap{ObjectMeta: optedIn}, nil},
+		{d, false, []string{"Secret/tls"}},
+		{s, false, []string{"Secret/tls"}},
+		{ds, false, []string{"Secret/tls"}},
+		{cj, false, []string{"ConfigMap/*"}},
+		{job, false, []string{"Secret/tls"}},
+		{r, false, []string{"Secret/tls"}},
+		{plain, false, nil},
+		{plain, true, []string{"Secret/tls"}},
+		{optedOut, true, nil},
+		{&corev1.ConfigMap{ObjectMeta: optedIn}, true, nil},
 	} {
-		if diff := cmp.Diff(tc.want, WorkloadSources(tc.obj)); diff != "" {
-			t.Errorf("%T (-want +got):\n%s", tc.obj, diff)
+		if diff := cmp.Diff(tc.want, WorkloadSources(tc.obj, tc.autoReloadAll)); diff != "" {
+			t.Errorf("%T %v, auto-reload-all %v (-want +got):\n%s", tc.obj, tc.obj.GetAnnotations(), tc.autoReloadAll, diff)
 		}
 	}
 }

@@ -21,6 +21,13 @@ const (
 	// it never rolls the Pods.
 	ConfigStateAnnotation = "app.example.com/config-state"
 
+	// RunJobOnChangeAnnotation on a CronJob: "true" makes the configmapwatcher run a Job from
+	// the job template at once when the data the CronJob uses changes, besides updating the job
+	// template (which the next scheduled Job takes); "false" only updates the template. Without
+	// it, a CronJob opted in through Reloader's annotations (or --auto-reload-all) runs a Job, as
+	// Reloader does, and one opted in through ReloadAnnotation does not.
+	RunJobOnChangeAnnotation = "app.example.com/run-job-on-change"
+
 	// UsageAnnotationPrefix starts the Pod annotations the verticalscaler reads usage from with
 	// --usage-source=pod-annotations: one per container, "usage.app.example.com/<container>:
 	// cpu=250m,memory=128Mi". For tests, kwok clusters and clusters without metrics-server,
@@ -58,4 +65,14 @@ const (
 	ReloaderConfigMapExcludeAnnotation = "configmaps.exclude.reloader.stakater.com/reload"
 	// ReloaderSecretExcludeAnnotation is ReloaderConfigMapExcludeAnnotation for Secrets.
 	ReloaderSecretExcludeAnnotation = "secrets.exclude.reloader.stakater.com/reload"
+	// ReloaderRolloutStrategyAnnotation on an Argo Rollout: "restart" rolls it through
+	// spec.restartAt (Argo restarts its Pods in place) instead of a new Pod template.
+	ReloaderRolloutStrategyAnnotation = "reloader.stakater.com/rollout-strategy"
+	// ReloaderPausePeriodAnnotation on a Deployment: a Go duration ("5m"); a roll pauses the
+	// Deployment for that long, so that the changes made meanwhile go out in one rollout when
+	// it resumes.
+	ReloaderPausePeriodAnnotation = "deployment.reloader.stakater.com/pause-period"
+	// ReloaderPausedAtAnnotation is set on a Deployment paused for its pause period, with the
+	// time of the pause (RFC 3339); it goes when the Deployment resumes.
+	ReloaderPausedAtAnnotation = "deployment.reloader.stakater.com/paused-at"
 )

@@ -119,15 +119,20 @@ const (
 const (
 	// ReasonConfigChanged: the data the workload uses changed, and it was rolled.
 	ReasonConfigChanged = "ConfigChanged"
-	// ReasonConfigMapMissing (Warning): a ConfigMap the workload uses does not exist, so it was
-	// not rolled.
+	// ReasonConfigMapMissing (Warning): a ConfigMap the workload uses does not exist. Its
+	// deletion rolls nothing (unless --reload-on-delete), its creation rolls the workload when
+	// its data differs from the record, and the other sources' changes still roll it.
 	ReasonConfigMapMissing = "ConfigMapMissing"
-	// ReasonSecretMissing (Warning): a Secret the workload uses does not exist, so it was not
-	// rolled.
+	// ReasonSecretMissing (Warning): ReasonConfigMapMissing for a Secret.
 	ReasonSecretMissing = "SecretMissing"
-	// ReasonInvalidReloadAnnotation (Warning): an annotation that says what the workload rolls on
-	// cannot be read; the note names it. Nothing is rolled until it is fixed.
+	// ReasonInvalidReloadAnnotation (Warning): an annotation, or an entry of one, that says what
+	// the workload rolls on, or how, cannot be read; the note names it. The entries that can be
+	// read still count.
 	ReasonInvalidReloadAnnotation = "InvalidReloadAnnotation"
+	// ReasonPaused: the workload was paused for its pause period before a roll.
+	ReasonPaused = "Paused"
+	// ReasonResumed: the workload was resumed at the end of its pause period.
+	ReasonResumed = "Resumed"
 	// ReasonDigestKeyChanged: the key of the config digests is not the one the workload's record
 	// was written with, so the record was written again, as a baseline, without rolling.
 	ReasonDigestKeyChanged = "ConfigDigestKeyChanged"

@@ -8,12 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -422,41 +420,16 @@ func payload() string {
 	return sb.String()
 }
 
-// createSources creates cm-from .. cm-(to-1) and s-from .. s-(to-1) with 8 workers.
+// createSources creates cm-from .. cm-(to-1) and s-from .. s-(to-1), 2 KiB of data each.
 func createSources(b *testing.B, c client.Client, ns string, from, to int) {
 	b.Helper()
-	work := make(chan client.Object)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for obj := range work {
-				if err := c.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
+	var objs []client.Object
 	for i := from; i < to; i++ {
-		for _, obj := range []client.Object{configMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"payload": payload()}),
+		objs = append(objs, configMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"payload": payload()}),
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("s-%d", i)},
-				Data: map[string][]byte{"payload": []byte(payload())}}} {
-			select {
-			case work <- obj:
-			case err := <-errs:
-				close(work)
-				b.Fatal(err)
-			}
-		}
+				Data: map[string][]byte{"payload": []byte(payload())}})
 	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		b.Fatal(err)
-	default:
-	}
+	createAll(b, c, objs)
 }
 
 // startManagerProcess runs the manager as it ships, as its own process, with only the

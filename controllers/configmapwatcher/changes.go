@@ -51,6 +51,9 @@ type changes struct {
 	client   metadata.Interface
 	// namespaces are watched one watch each; a single "" watches every namespace.
 	namespaces []string
+	// selector narrows every list and watch: the label selector of --resource-label-selector,
+	// and the field selector that leaves out --namespaces-to-ignore.
+	selector metav1.ListOptions
 	// retry is the backoff between failed lists and watches.
 	retry wait.Backoff
 	log   logr.Logger
@@ -79,9 +82,10 @@ type consumer struct {
 	debounce *debouncer
 }
 
-// newChanges returns the shared watch of kind's objects over namespaces (none for all).
-func newChanges(kind podrefs.SourceKind, c metadata.Interface, namespaces []string, log logr.Logger) *changes {
-	if len(namespaces) == 0 {
+// newChanges returns the shared watch of kind's objects over namespaces (nil for all; empty
+// for none), narrowed by selector's label and field selectors.
+func newChanges(kind podrefs.SourceKind, c metadata.Interface, namespaces []string, selector metav1.ListOptions, log logr.Logger) *changes {
+	if namespaces == nil {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	resource := corev1.SchemeGroupVersion.WithResource("configmaps")
@@ -93,6 +97,7 @@ func newChanges(kind podrefs.SourceKind, c metadata.Interface, namespaces []stri
 		resource:   resource,
 		client:     c,
 		namespaces: namespaces,
+		selector:   metav1.ListOptions{LabelSelector: selector.LabelSelector, FieldSelector: selector.FieldSelector},
 		retry:      wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second},
 		log:        log.WithValues("watch", string(kind)),
 		consumers:  map[*consumer]bool{},
@@ -188,7 +193,9 @@ func (c *changes) run(ctx context.Context, namespace string, started *sync.WaitG
 // currentResourceVersion reads the resourceVersion of namespace's objects with a list of at
 // most one item.
 func (c *changes) currentResourceVersion(ctx context.Context, namespace string) (string, error) {
-	list, err := c.client.Resource(c.resource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	opts := c.selector
+	opts.Limit = 1
+	list, err := c.client.Resource(c.resource).Namespace(namespace).List(ctx, opts)
 	if err != nil {
 		return "", err
 	}
@@ -217,8 +224,9 @@ func (c *changes) resync(ctx context.Context, namespace string) error {
 func (c *changes) follow(ctx context.Context, namespace, rv string) error {
 	backoff := c.retry
 	for ctx.Err() == nil {
-		w, err := c.client.Resource(c.resource).Namespace(namespace).Watch(ctx, metav1.ListOptions{
-			ResourceVersion: rv, AllowWatchBookmarks: true})
+		opts := c.selector
+		opts.ResourceVersion, opts.AllowWatchBookmarks = rv, true
+		w, err := c.client.Resource(c.resource).Namespace(namespace).Watch(ctx, opts)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return context.Cause(ctx) // stopping

@@ -144,7 +144,7 @@ func newQueue(t *testing.T) workqueue.TypedRateLimitingInterface[reconcile.Reque
 }
 
 func testChanges(api *fakeAPI) *changes {
-	c := newChanges(podrefs.Secret, api.client, []string{"ns"}, logr.Discard())
+	c := newChanges(podrefs.Secret, api.client, []string{"ns"}, metav1.ListOptions{}, logr.Discard())
 	c.retry = wait.Backoff{Duration: time.Millisecond, Steps: 1}
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,25 +22,34 @@ import (
 
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=argoproj.io,resources=rollouts,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Settings are the configmapwatcher's options, resolved for the running manager.
 type Settings struct {
-	// ReloaderAnnotations: honour Stakater Reloader's annotations as well as ours.
-	ReloaderAnnotations bool
+	// Reading says how workloads' annotations are read: Reloader's too, --auto-reload-all.
+	Reading podrefs.Reading
 	// Debounce delays the reconcile a ConfigMap or Secret change brings until the workload's
 	// sources have not changed for that long (see debouncer), so that changes made together (a
 	// helm upgrade) roll a workload once. Events of the workloads themselves are not delayed.
 	Debounce time.Duration
 	// DigestKeySecret names the Secret of the digest key, in the manager's namespace.
 	DigestKeySecret types.NamespacedName
+	// Scope is what the controllers look at.
+	Scope Scope
+	// ReloadOnDelete: the deletion of a source rolls the workloads that use it.
+	ReloadOnDelete bool
+	// MaxRolloutsPerMinute bounds the rolls started in any minute; 0 for no bound.
+	MaxRolloutsPerMinute int
+	// Webhook is where rolls are posted.
+	Webhook WebhookSettings
 }
 
 // Reconciler rolls opted-in workloads of one kind when the data they use changes.
 type Reconciler[T client.Object] struct {
 	Kind Kind[T]
-	// Client reads the workloads from the cache and applies to them.
+	// Client reads the workloads from the cache and writes them.
 	Client client.Client
 	// APIReader reads ConfigMaps and Secrets from the API server: the cache holds none.
 	APIReader client.Reader
@@ -48,9 +58,16 @@ type Reconciler[T client.Object] struct {
 	Lister   Lister
 	Recorder events.EventRecorder
 	// Keys holds the digest key, shared by the controllers of every kind.
-	Keys *DigestKeys
-	// ReloaderAnnotations: honour Reloader's annotations.
-	ReloaderAnnotations bool
+	Keys     *DigestKeys
+	Settings Settings
+	// limiter bounds the rolls per minute, over the group's controllers; nil for no bound.
+	limiter *rolloutLimiter
+	// notifier posts rolls to the webhook; nil for none.
+	notifier *notifier
+	// jobs holds the Jobs between their deletion and their creation.
+	jobs *jobRecreator
+	// now is the clock.
+	now func() time.Time
 }
 
 // Lister lists the names of the ConfigMaps or the Secrets of a namespace.
@@ -59,24 +76,35 @@ type Lister interface {
 }
 
 // Reconcile compares what an opted-in workload's record says with the data it uses now, and
-// writes a baseline, rolls it, or does nothing.
+// writes a baseline, rolls it, or does nothing. A Deployment paused for its pause period is
+// resumed when the period is over.
 func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.Kind.recreates && r.jobs.has(req.NamespacedName) {
+		if result, pending, err := r.finishRecreate(ctx, req); pending || err != nil {
+			return result, err
+		}
+	}
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !obj.GetDeletionTimestamp().IsZero() {
+	if !obj.GetDeletionTimestamp().IsZero() || !r.Settings.Scope.Namespace(obj.GetNamespace()) || r.Kind.left(obj) {
 		return ctrl.Result{}, nil
 	}
+	resumeIn, err := r.resumeIfDue(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	result := ctrl.Result{RequeueAfter: resumeIn}
 	template := podrefs.PodTemplate(obj)
-	selection, err := podrefs.Select(obj.GetAnnotations(), template.Annotations, r.ReloaderAnnotations)
+	selection, err := podrefs.Select(obj.GetAnnotations(), template.Annotations, r.Settings.Reading)
 	if err != nil {
 		// User data: retrying cannot fix it, and the workload's next change brings it back.
+		// What could be read still counts.
 		r.warnInvalid(ctx, obj, err)
-		return ctrl.Result{}, nil
 	}
 	if !selection.OptedIn() {
-		return ctrl.Result{}, nil
+		return result, nil
 	}
 	key, err := r.Keys.get(ctx)
 	if err != nil {
@@ -86,30 +114,54 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(missing) > 0 {
-		// Not an error: retrying cannot help. The source's creation brings the workload back.
-		r.warnMissing(ctx, obj, missing)
-	}
 	recorded := parseState(obj.GetAnnotations()[v1alpha1.ConfigStateAnnotation])
+	if recorded == nil && len(observed.Sources) == 0 {
+		// Nothing to record: a workload without sources under --auto-reload-all, or whose
+		// annotation names none that counts.
+		return result, nil
+	}
 	legacy := noLegacyHash
 	if recorded == nil && template.Annotations[v1alpha1.ConfigHashAnnotation] != "" {
 		if legacy, err = r.checkLegacyHash(ctx, obj, template); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	d := decide(recorded, observed, legacy)
-	if !d.write {
-		return ctrl.Result{}, nil
+	d := decide(recorded, observed, legacy, r.Settings.ReloadOnDelete)
+	if len(missing) > 0 {
+		// Not an error: retrying cannot help. The source's creation brings the workload back.
+		r.warnMissing(ctx, obj, missing, d)
 	}
-	return ctrl.Result{}, r.write(ctx, obj, template, d, observed, key)
+	if !d.write {
+		return result, nil
+	}
+	if d.roll && !r.Settings.Webhook.Only {
+		if wait := r.limiter.take(); wait > 0 {
+			skippedRolls.WithLabelValues(r.Kind.Name, skippedRateLimited).Inc()
+			ctrl.LoggerFrom(ctx).V(1).Info("Roll put off by --max-rollouts-per-minute", "wait", wait.String())
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	again, err := r.write(ctx, obj, template, selection, d, key)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if again > 0 {
+		result.RequeueAfter = again
+	}
+	return result, nil
 }
 
 // observe reads the sources the workload may roll on and returns the record of those it rolls
 // on, and which of them are missing. Secret data stays in this call.
 func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection podrefs.Selection, refs map[podrefs.Source]podrefs.Use, key *digestKey) (*state, []podrefs.Source, error) {
-	candidates := selection.Candidates(refs)
+	var candidates []podrefs.Source
+	for _, src := range selection.Candidates(refs) {
+		if r.Settings.Scope.SourceKind(src.Kind) {
+			candidates = append(candidates, src)
+		}
+	}
 	for _, kind := range podrefs.SourceKinds {
-		if !selection.ListsKind(kind) {
+		if !selection.ListsKind(kind) || !r.Settings.Scope.SourceKind(kind) {
 			continue
 		}
 		names, err := r.Lister.Names(ctx, kind, namespace)
@@ -132,11 +184,12 @@ func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection
 			if !referenced {
 				use = podrefs.Use{AllKeys: true} // named without being referenced: every key
 			}
-			data, annotations, exists, err := r.read(gctx, namespace, src)
+			data, meta, exists, err := r.read(gctx, namespace, src)
 			if err != nil {
 				return err
 			}
-			results[i] = readResult{tracked: selection.Tracks(src, referenced, annotations, exists), exists: exists}
+			results[i] = readResult{exists: exists,
+				tracked: selection.Tracks(src, referenced, meta.annotations, exists) && (!exists || r.Settings.Scope.Source(src.Kind, meta.labels))}
 			if results[i].tracked && exists {
 				results[i].digests = key.digests(src, data, use)
 			}
@@ -170,8 +223,13 @@ type readResult struct {
 	digests         map[string]string
 }
 
+// sourceMeta is what a reconcile reads of a source's metadata.
+type sourceMeta struct {
+	annotations, labels map[string]string
+}
+
 // read reads a ConfigMap or Secret from the API server.
-func (r *Reconciler[T]) read(ctx context.Context, namespace string, src podrefs.Source) (sourceData, map[string]string, bool, error) {
+func (r *Reconciler[T]) read(ctx context.Context, namespace string, src podrefs.Source) (sourceData, sourceMeta, bool, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: src.Name}
 	var err error
 	var data sourceData
@@ -188,11 +246,11 @@ func (r *Reconciler[T]) read(ctx context.Context, namespace string, src podrefs.
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return sourceData{}, nil, false, nil
+		return sourceData{}, sourceMeta{}, false, nil
 	case err != nil:
-		return sourceData{}, nil, false, fmt.Errorf("reading %s: %w", src, err)
+		return sourceData{}, sourceMeta{}, false, fmt.Errorf("reading %s: %w", src, err)
 	}
-	return data, obj.GetAnnotations(), true, nil
+	return data, sourceMeta{annotations: obj.GetAnnotations(), labels: obj.GetLabels()}, true, nil
 }
 
 // checkLegacyHash says whether the config hash a release before records wrote still matches
@@ -216,42 +274,207 @@ func (r *Reconciler[T]) checkLegacyHash(ctx context.Context, obj client.Object, 
 	return legacyHashStale, nil
 }
 
-// write applies the new record and, when rolling, a new config hash. Without a roll the Pod
-// template's current config hash, if any, is sent as it is: server-side apply removes a field
-// the manager owned and no longer sends, and removing the hash would roll the Pods.
-func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTemplateSpec, d decision, observed *state, key *digestKey) error {
-	previous := template.Annotations[v1alpha1.ConfigHashAnnotation]
-	var templateAnnotations map[string]string
-	hash := previous
+// rollWay is how a roll reaches a workload.
+type rollWay string
+
+// The ways of rolling.
+const (
+	// rollTemplate: a new config hash on the Pod template.
+	rollTemplate rollWay = "rolled"
+	// rollRestart: a Rollout's spec.restartAt, with Reloader's restart strategy.
+	rollRestart rollWay = "restarted"
+	// rollRecreate: a Job deleted and created again.
+	rollRecreate rollWay = "recreated"
+	// rollNone: --webhook-only, which posts instead of rolling.
+	rollNone rollWay = "none"
+)
+
+// wayOf says how a roll of obj goes.
+func (r *Reconciler[T]) wayOf(obj T) rollWay {
+	switch {
+	case r.Settings.Webhook.Only:
+		return rollNone
+	case r.Kind.recreates:
+		return rollRecreate
+	case r.Settings.Reading.Reloader && r.Kind.Name == Rollouts.Name && obj.GetAnnotations()[v1alpha1.ReloaderRolloutStrategyAnnotation] == "restart":
+		return rollRestart
+	}
+	return rollTemplate
+}
+
+// write applies the new record and, when rolling, rolls the workload as wayOf says. What the
+// controller owns and does not change is sent as it is: server-side apply removes a field the
+// manager owned and no longer sends, and removing the config hash (or a Rollout's restartAt)
+// would roll the Pods. It returns when to reconcile again: when a Deployment paused for its
+// pause period resumes, or when a re-created Job's creation is due again; 0 for neither.
+func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTemplateSpec, selection podrefs.Selection, d decision, key *digestKey) (time.Duration, error) {
+	way := rollTemplate
 	if d.roll {
-		hash = key.configHash(observed)
+		way = r.wayOf(obj)
+	}
+	previous := template.Annotations[v1alpha1.ConfigHashAnnotation]
+	w := owned{annotations: map[string]string{v1alpha1.ConfigStateAnnotation: d.record.String()}, restartAt: restartAtOf(obj)}
+	hash := previous
+	if d.roll && way != rollNone {
+		hash = key.configHash(d.record)
 	}
 	if hash != "" {
-		templateAnnotations = map[string]string{v1alpha1.ConfigHashAnnotation: hash}
+		w.template = map[string]string{v1alpha1.ConfigHashAnnotation: hash}
 	}
-	record := observed.String()
-	desired := r.Kind.apply(obj, map[string]string{v1alpha1.ConfigStateAnnotation: record}, templateAnnotations)
-	if err := r.Client.Apply(ctx, desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying the config record to %s as %s: %w", r.Kind.Name, FieldManager, err)
+	if way == rollRestart {
+		w.template = nil
+		if previous != "" {
+			w.template = map[string]string{v1alpha1.ConfigHashAnnotation: previous}
+		}
+		w.restartAt = r.now().UTC().Format(time.RFC3339)
 	}
+	var again time.Duration
+	var ranJob string
+	if d.roll && way != rollNone {
+		var err error
+		if again, err = r.pauseForRoll(ctx, obj); err != nil {
+			return 0, err
+		}
+		if ranJob, err = r.runCronJob(ctx, obj, selection, hash); err != nil {
+			countRoll(r.Kind.Name, obj.GetNamespace(), err)
+			return 0, err
+		}
+	}
+	var err error
+	if way == rollRecreate {
+		var pending bool
+		if pending, err = r.recreateJob(ctx, any(obj).(*batchv1.Job), d.record.String(), hash); pending {
+			// finishRecreate creates it once the old one is gone.
+			again = recreatePoll
+		}
+	} else {
+		err = r.Client.Apply(ctx, r.Kind.apply(obj, w), client.FieldOwner(FieldManager), client.ForceOwnership)
+		if err != nil {
+			err = fmt.Errorf("applying the config record to %s as %s: %w", r.Kind.Name, FieldManager, err)
+		}
+	}
+	if d.roll && way != rollNone {
+		countRoll(r.Kind.Name, obj.GetNamespace(), err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	r.report(ctx, obj, d, way, hash, previous, ranJob, key)
+	return again, nil
+}
+
+// recreatePoll is how often a Job deleted to be re-created is looked at until it is gone (its
+// finalizers done).
+const recreatePoll = 2 * time.Second
+
+// finishRecreate creates the Job pending under req once the one it replaces is gone, and says
+// whether the reconcile is over. The deleted Job's own events do not reconcile it (the
+// predicates drop deletions), so while it is still there (finalizers) the reconcile comes back
+// by itself. When someone created a Job of that name meanwhile, it wins: the pending one is
+// dropped, and the reconcile goes on with the new Job.
+func (r *Reconciler[T]) finishRecreate(ctx context.Context, req ctrl.Request) (ctrl.Result, bool, error) {
+	live := &batchv1.Job{}
+	err := r.APIReader.Get(ctx, req.NamespacedName, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, true, r.jobs.createPending(ctx, r.Client, req.NamespacedName)
+	case err != nil:
+		return ctrl.Result{}, true, fmt.Errorf("reading Job %s: %w", req.Name, err)
+	case !live.DeletionTimestamp.IsZero():
+		return ctrl.Result{RequeueAfter: recreatePoll}, true, nil
+	}
+	r.jobs.forget(req.NamespacedName)
+	return ctrl.Result{}, false, nil
+}
+
+// recreateJob deletes the Job cached as cached and creates it again, from the whole Job as the
+// API server has it (the cache keeps a trimmed one). It returns whether the creation is still
+// pending: the old Job is not gone yet.
+func (r *Reconciler[T]) recreateJob(ctx context.Context, cached *batchv1.Job, record, hash string) (bool, error) {
+	full := &batchv1.Job{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), full); err != nil {
+		return false, fmt.Errorf("reading Job %s to re-create it: %w", cached.Name, err)
+	}
+	if full.UID != cached.UID {
+		return false, fmt.Errorf("job %s was replaced while being reconciled; reconciling the new one", cached.Name)
+	}
+	creationErr, err := r.jobs.recreate(ctx, r.Client, full, recreatedJob(full, record, hash))
+	if creationErr != nil {
+		ctrl.LoggerFrom(ctx).Info("Deleted Job to re-create it; its creation waits until the old one is gone", "reason", creationErr.Error())
+	}
+	return creationErr != nil, err
+}
+
+// runCronJob runs a Job of a CronJob at once when its roll asks for it
+// (v1alpha1.RunJobOnChangeAnnotation), from the job template with the new config hash, and
+// returns its name; "" when it runs none. An unreadable annotation is a Warning Event, and the
+// default applies.
+func (r *Reconciler[T]) runCronJob(ctx context.Context, obj T, selection podrefs.Selection, hash string) (string, error) {
+	cj, ok := any(obj).(*batchv1.CronJob)
+	if !ok {
+		return "", nil
+	}
+	run, err := runsJobOnChange(cj, selection.ViaReloader())
+	if err != nil {
+		r.warnInvalid(ctx, obj, err)
+	}
+	if !run {
+		return "", nil
+	}
+	// The cache keeps a trimmed CronJob; the Job is made from the whole job template.
+	full := &batchv1.CronJob{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cj), full); err != nil {
+		return "", fmt.Errorf("reading CronJob %s to run a Job of it: %w", cj.Name, err)
+	}
+	job := cronJobRun(full, hash)
+	if err := r.Client.Create(ctx, job, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("running Job %s of CronJob %s: %w", job.Name, cj.Name, err)
+	}
+	return job.Name, nil
+}
+
+// report logs a write, makes its Event, and posts a roll to the webhook.
+func (r *Reconciler[T]) report(ctx context.Context, obj T, d decision, way rollWay, hash, previous, ranJob string, key *digestKey) {
 	log := ctrl.LoggerFrom(ctx)
+	changes := make([]string, 0, len(d.changes))
+	for _, c := range d.changes {
+		changes = append(changes, c.String())
+	}
 	switch {
 	case d.roll && d.upgrade:
 		note := "the data of its ConfigMaps differs from the config hash the previous release wrote"
 		log.Info("Rolled "+r.Kind.Name, "changes", []string{note}, "configHash", hash, "previousConfigHash", previous, "fieldManager", FieldManager)
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Roll", "Rolled %s %s: %s", r.Kind.Name, obj.GetName(), note)
+	case d.roll && way == rollNone:
+		skippedRolls.WithLabelValues(r.Kind.Name, skippedWebhookOnly).Inc()
+		log.Info("Recorded config change of "+r.Kind.Name+" without rolling it (--webhook-only)", "changes", changes, "fieldManager", FieldManager)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Notify", "Not rolled (--webhook-only), posted to the webhook: %s", noteOf(changes))
 	case d.roll:
-		log.Info("Rolled "+r.Kind.Name, "changes", d.changes, "configHash", hash, "previousConfigHash", previous, "fieldManager", FieldManager)
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Roll", "Rolled %s %s: %s",
-			r.Kind.Name, obj.GetName(), noteOf(d.changes))
+		verb := map[rollWay]string{rollTemplate: "Rolled ", rollRestart: "Restarted ", rollRecreate: "Recreated "}[way]
+		keys := []any{"changes", changes, "configHash", hash, "previousConfigHash", previous, "fieldManager", FieldManager}
+		if ranJob != "" {
+			keys = append(keys, "job", ranJob)
+		}
+		log.Info("Rolled "+r.Kind.Name, append(keys, "way", string(way))...)
+		note := noteOf(changes)
+		if ranJob != "" {
+			note = "ran Job " + ranJob + " at once; " + note
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Roll", "%s%s %s: %s", verb, r.Kind.Name, obj.GetName(), note)
 	case d.keyChanged:
-		log.Info("Recorded config baseline of "+r.Kind.Name+": the digest key changed", "sources", len(observed.Sources), "keyID", key.id, "fieldManager", FieldManager)
+		log.Info("Recorded config baseline of "+r.Kind.Name+": the digest key changed", "sources", len(d.record.Sources), "keyID", key.id, "fieldManager", FieldManager)
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonDigestKeyChanged, "Record",
 			"Recorded a new baseline of %s %s without rolling: the config digest key changed (now %s); a change of data made meanwhile is not noticed", r.Kind.Name, obj.GetName(), key.id)
 	default:
-		log.Info("Recorded config baseline of "+r.Kind.Name, "sources", len(observed.Sources), "fieldManager", FieldManager)
+		log.Info("Recorded config baseline of "+r.Kind.Name, "sources", len(d.record.Sources), "fieldManager", FieldManager)
 	}
-	return nil
+	if d.roll {
+		action := string(way)
+		if ranJob != "" {
+			action = "job-created"
+		}
+		r.notifier.notify(notificationOf(r.Kind.Name, obj.GetNamespace(), obj.GetName(), action, d.changes, r.now()))
+	}
 }
 
 // maxNote keeps an Event's note under the API server's limit of 1 kB.
@@ -274,13 +497,22 @@ func noteOf(changes []string) string {
 	return note
 }
 
-// warnMissing says which sources the workload uses are missing: one warning Event per kind.
-func (r *Reconciler[T]) warnMissing(ctx context.Context, obj T, missing []podrefs.Source) {
+// warnMissing says which sources the workload uses are missing, and what that means for it:
+// one Warning Event per kind.
+func (r *Reconciler[T]) warnMissing(ctx context.Context, obj T, missing []podrefs.Source, d decision) {
+	skippedRolls.WithLabelValues(r.Kind.Name, skippedSourceMissing).Inc()
 	names := map[podrefs.SourceKind][]string{}
+	deleted := false
 	for _, src := range missing {
 		names[src.Kind] = append(names[src.Kind], src.Name)
+		deleted = deleted || slices.Contains(d.deleted, src.Key())
 	}
-	ctrl.LoggerFrom(ctx).Info("Sources missing; "+r.Kind.Name+" not rolled", "configMaps", names[podrefs.ConfigMap], "secrets", names[podrefs.Secret])
+	ctrl.LoggerFrom(ctx).Info("Sources missing", "configMaps", names[podrefs.ConfigMap], "secrets", names[podrefs.Secret],
+		"deletedWithoutRoll", d.deleted, "reloadOnDelete", r.Settings.ReloadOnDelete)
+	what := "its creation rolls this workload"
+	if deleted {
+		what = "a deletion rolls nothing (--reload-on-delete is off); changes of the other sources still roll this workload, and a source that returns rolls it only if its data differs"
+	}
 	for _, kind := range podrefs.SourceKinds {
 		if len(names[kind]) == 0 {
 			continue
@@ -289,14 +521,15 @@ func (r *Reconciler[T]) warnMissing(ctx context.Context, obj T, missing []podref
 		if kind == podrefs.Secret {
 			reason = v1alpha1.ReasonSecretMissing
 		}
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Roll", "not rolled: %s %s not found", kind, strings.Join(names[kind], ", "))
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Roll", "%s %s not found: %s", kind, strings.Join(names[kind], ", "), what)
 	}
 }
 
-// warnInvalid says which annotation cannot be read.
+// warnInvalid says which annotation, or which entries of one, cannot be read.
 func (r *Reconciler[T]) warnInvalid(ctx context.Context, obj T, err error) {
-	ctrl.LoggerFrom(ctx).Info("Reload annotation invalid; "+r.Kind.Name+" not rolled", "reason", err.Error())
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidReloadAnnotation, "Roll", "not rolled: %s", cut(err.Error()))
+	skippedRolls.WithLabelValues(r.Kind.Name, skippedInvalidAnnotation).Inc()
+	ctrl.LoggerFrom(ctx).Info("Reload annotation entries invalid; the others still count", "reason", err.Error())
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidReloadAnnotation, "Roll", "skipped: %s", cut(err.Error()))
 }
 
 // cut keeps a note under maxNote.

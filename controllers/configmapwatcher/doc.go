@@ -1,17 +1,29 @@
-// Package configmapwatcher is the configmapwatcher: four controllers, one per workload kind
-// (Deployments, StatefulSets, DaemonSets, CronJobs), that roll a workload when the data of a
-// ConfigMap or Secret it uses changes. They are one group in the controller table, "configmapwatcher",
-// built from one generic Reconciler over a small per-kind adapter (Kind).
+// Package configmapwatcher is the configmapwatcher: six controllers, one per workload kind
+// (Deployments, StatefulSets, DaemonSets, CronJobs, Jobs, Argo Rollouts), that roll a workload
+// when the data of a ConfigMap or Secret it uses changes. They are one group in the controller
+// table, "configmapwatcher", built from one generic Reconciler over a small per-kind adapter
+// (Kind). It is a drop-in for Stakater Reloader: reloader.go says what of Reloader's it reads,
+// accepts or reports.
 //
 // Primary kind: the workload, only those opted in: with app.example.com/reload ("true" for
 // every ConfigMap and Secret the Pod template references, or a list of names, Secrets written
 // "secret/NAME"), or, unless --reloader-annotations=false, with Stakater Reloader's annotations,
-// read as Reloader reads them (package podrefs says how). A CronJob's Pod template is its job
-// template's: the next Job runs with the new configuration, and no Job runs early.
+// read as Reloader reads them (package podrefs says how), or every workload that references a
+// source with --auto-reload-all (a workload opts out with "false"). How a roll reaches a
+// workload depends on its kind: a new config hash on the Pod template (a CronJob's job
+// template, which may also run a Job at once: jobs.go); a Job is deleted and created again
+// (jobs.go); an Argo Rollout, read and written as an unstructured object, either way or, with
+// Reloader's rollout-strategy "restart", through spec.restartAt. The Rollouts' controller is
+// optional: without the CRD it is idle.
+//
+// Scope (scope.go): --namespace-selector, --namespaces-to-ignore, --resource-label-selector
+// and --resources-to-ignore, as Reloader's flags, narrow what the cache lists (CacheScope) and
+// what the watches ask for; the namespaces a selector selects are read at start, and a change
+// of them stops the manager (ErrNamespacesChanged) so that a new one watches them.
 //
 // Watches: ConfigMaps and Secrets, metadata only and uncached, one watch per kind of source and
-// namespace shared by the four controllers (changes, created once by the table through
-// Shared), mapped to each controller's workloads through the shared index of sources
+// namespace shared by the controllers (changes, created once by the table through Shared),
+// mapped to each controller's workloads through the shared index of sources
 // (indexers.WorkloadSourcesField). A change queues the workloads once their sources have not
 // changed for --reload-debounce (a quiet period, restarted by each change, at most ten delays
 // long): changes made together (a helm upgrade) are read by one reconcile and roll once. The
@@ -28,7 +40,7 @@
 // reads (DigestKeys: a Secret of the manager's namespace, created with random bytes when
 // missing), and that key's id. Writing the record does not roll the Pods. The Pod template's
 // app.example.com/config-hash, a digest of the record, is written only when the data changed
-// since the record: that rolls the Pods. So:
+// since the record: that rolls the Pods. So (decide, in state.go):
 //   - the first sight of a workload (at install, or when it is created opted in) records a
 //     baseline and rolls nothing;
 //   - a workload a release before the record rolled carries a config hash of that release's
@@ -38,20 +50,26 @@
 //     and a label-only change of a source rolls nothing;
 //   - a change of keys the workload does not take rolls nothing;
 //   - sources added to or dropped from what the workload uses are recorded without a roll;
+//   - a source of the record deleted since keeps its digests in the record: it rolls nothing
+//     (unless --reload-on-delete, which rolls and records it as missing), holds back no other
+//     source's change, and its return rolls only if its data differs; a source missing at
+//     first sight is recorded as missing, so that its creation rolls once. Either way a Warning
+//     Event names it;
 //   - a record made with another digest key is replaced by a baseline, without a roll, and an
 //     Event says so;
 //   - an equal record writes nothing.
 //
-// Writes: server-side apply under the field manager "configmapwatcher", owning only the
-// record and the config hash. An apply that does not roll sends the current config hash, if
-// any, as it is: an owned field left out of an apply is removed, and removing the hash would
-// roll the Pods.
+// Before a roll: a Deployment with Reloader's pause-period is paused for that long (pause.go),
+// and --max-rollouts-per-minute puts off a roll over the limit (ratelimit.go); after it, the
+// roll is posted to --webhook-url (notify.go) and counted (metrics.go).
 //
-// A source the record holds that is missing now stops everything: a warning Event, no roll,
-// the record untouched; when it comes back, the workload rolls once if the data differs from
-// the record. A source missing at first sight is recorded as missing, so that its creation
-// rolls once. An annotation that cannot be read gives a warning Event that names it, and
-// nothing else: no error, so no retry loop; the workload's next change brings it back.
+// Writes: server-side apply under the field manager "configmapwatcher", owning only the
+// record and the config hash (or a Rollout's restartAt). An apply that does not roll sends the
+// current config hash, if any, as it is: an owned field left out of an apply is removed, and
+// removing the hash would roll the Pods.
+//
+// An annotation entry that cannot be read gives a Warning Event that names it, and nothing
+// else: no error, so no retry loop; the workload's other entries still count.
 //
 // Every roll says why: its Event names each source and key that changed ("ConfigMap
 // app-config: LOG_LEVEL changed"), and so does its log line ("Rolled Deployment", key
@@ -59,11 +77,12 @@
 //
 // Events from channel sources (the periodic resync, the HTTP trigger) bypass the For
 // predicate: controller-runtime applies no predicate to a raw source, and such an event
-// carries only a namespace and a name. Reconcile therefore checks the opt-in itself: a
-// trigger for a workload that did not opt in reconciles it and changes nothing.
+// carries only a namespace and a name. Reconcile therefore checks the opt-in and the scope
+// itself: a trigger for a workload that did not opt in reconciles it and changes nothing.
 //
 // BenchmarkMemoryAndLatency measures the manager process with this group alone at two sizes
 // of ConfigMaps and Secrets (resident memory, Go heap, and the latency from a change to the
 // Pod template's), and counts the rolls at install, at workload creation, at a restart, for
-// label-only changes and for bursts.
+// label-only changes and for bursts; BenchmarkAutoReloadAll and BenchmarkRateLimit measure
+// --auto-reload-all and --max-rollouts-per-minute.
 package configmapwatcher

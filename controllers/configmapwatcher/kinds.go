@@ -3,10 +3,14 @@ package configmapwatcher
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -16,19 +20,20 @@ import (
 )
 
 // Group names the configmapwatcher's controllers together: --controllers=configmapwatcher
-// runs all four, and config/components/configmapwatcher deploys them.
+// runs all of them, and config/components/configmapwatcher deploys them.
 const Group = "configmapwatcher"
 
 // FieldManager is the field manager of every write of the configmapwatcher's controllers,
 // whatever the kind: it owns the workload's ConfigStateAnnotation and its Pod template's
-// ConfigHashAnnotation, and nothing else.
+// ConfigHashAnnotation (a Rollout's spec.restartAt instead, with Reloader's restart strategy),
+// and nothing else.
 const FieldManager = "configmapwatcher"
 
 // Kind adapts the reconciler to one workload kind: its Go types, and the apply configuration
-// that carries the two annotations the controller owns. Where the kind keeps its Pod template
-// is podrefs.PodTemplate's to say, so that the shared index reads the same one.
+// that carries what the controller owns. Where the kind keeps its Pod template is
+// podrefs.PodTemplate's to say, so that the shared index reads the same one.
 type Kind[T client.Object] struct {
-	// Name is the kind, as Events and logs name it.
+	// Name is the kind, as Events, logs and metrics name it.
 	Name string
 	// ControllerName names the kind's controller (its table row).
 	ControllerName string
@@ -36,14 +41,35 @@ type Kind[T client.Object] struct {
 	New func() T
 	// NewList returns an empty list of the kind.
 	NewList func() client.ObjectList
-	// skeleton returns a new object of the kind with obj's type and object metadata only.
+	// skeleton returns a new object of the kind with obj's type and object metadata, and what
+	// else of its spec the controller reads (a Deployment's spec.paused).
 	skeleton func(obj T) T
-	// apply returns the apply configuration of obj with these metadata annotations and, unless
-	// nil, these Pod template annotations.
-	apply func(obj T, annotations, templateAnnotations map[string]string) runtime.ApplyConfiguration
+	// keepTemplate puts template into obj, a skeleton.
+	keepTemplate func(obj T, template corev1.PodTemplateSpec)
+	// apply returns the apply configuration of obj carrying w.
+	apply func(obj T, w owned) runtime.ApplyConfiguration
+	// recreates: the kind's Pod template cannot change (a Job's), so a roll deletes the object
+	// and creates it again (jobs.go).
+	recreates bool
+	// leftAlone says whether the controller leaves obj to another (a Job a CronJob controls is
+	// the CronJob's).
+	leftAlone func(obj T) bool
 }
 
-// The four workload kinds.
+// owned is what the controller writes to a workload: the metadata annotations, the Pod
+// template's annotations (nil: none) and, for a Rollout, spec.restartAt ("": none).
+type owned struct {
+	annotations map[string]string
+	template    map[string]string
+	restartAt   string
+}
+
+// templateOf keeps the Pod template's annotations, which is what owned.template replaces.
+func templateOf(annotations map[string]string) *corev1ac.PodTemplateSpecApplyConfiguration {
+	return corev1ac.PodTemplateSpec().WithAnnotations(annotations)
+}
+
+// The workload kinds.
 var (
 	// Deployments rolls Deployments.
 	Deployments = Kind[*appsv1.Deployment]{
@@ -51,12 +77,14 @@ var (
 		New:     func() *appsv1.Deployment { return &appsv1.Deployment{} },
 		NewList: func() client.ObjectList { return &appsv1.DeploymentList{} },
 		skeleton: func(d *appsv1.Deployment) *appsv1.Deployment {
-			return &appsv1.Deployment{TypeMeta: d.TypeMeta, ObjectMeta: d.ObjectMeta}
+			// spec.paused, for pause-period.
+			return &appsv1.Deployment{TypeMeta: d.TypeMeta, ObjectMeta: d.ObjectMeta, Spec: appsv1.DeploymentSpec{Paused: d.Spec.Paused}}
 		},
-		apply: func(d *appsv1.Deployment, annotations, template map[string]string) runtime.ApplyConfiguration {
-			ac := appsv1ac.Deployment(d.Name, d.Namespace).WithAnnotations(annotations)
-			if template != nil {
-				ac.WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(template)))
+		keepTemplate: func(d *appsv1.Deployment, t corev1.PodTemplateSpec) { d.Spec.Template = t },
+		apply: func(d *appsv1.Deployment, w owned) runtime.ApplyConfiguration {
+			ac := appsv1ac.Deployment(d.Name, d.Namespace).WithAnnotations(w.annotations)
+			if w.template != nil {
+				ac.WithSpec(appsv1ac.DeploymentSpec().WithTemplate(templateOf(w.template)))
 			}
 			return ac
 		},
@@ -69,10 +97,11 @@ var (
 		skeleton: func(s *appsv1.StatefulSet) *appsv1.StatefulSet {
 			return &appsv1.StatefulSet{TypeMeta: s.TypeMeta, ObjectMeta: s.ObjectMeta}
 		},
-		apply: func(s *appsv1.StatefulSet, annotations, template map[string]string) runtime.ApplyConfiguration {
-			ac := appsv1ac.StatefulSet(s.Name, s.Namespace).WithAnnotations(annotations)
-			if template != nil {
-				ac.WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(template)))
+		keepTemplate: func(s *appsv1.StatefulSet, t corev1.PodTemplateSpec) { s.Spec.Template = t },
+		apply: func(s *appsv1.StatefulSet, w owned) runtime.ApplyConfiguration {
+			ac := appsv1ac.StatefulSet(s.Name, s.Namespace).WithAnnotations(w.annotations)
+			if w.template != nil {
+				ac.WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(templateOf(w.template)))
 			}
 			return ac
 		},
@@ -85,16 +114,17 @@ var (
 		skeleton: func(ds *appsv1.DaemonSet) *appsv1.DaemonSet {
 			return &appsv1.DaemonSet{TypeMeta: ds.TypeMeta, ObjectMeta: ds.ObjectMeta}
 		},
-		apply: func(ds *appsv1.DaemonSet, annotations, template map[string]string) runtime.ApplyConfiguration {
-			ac := appsv1ac.DaemonSet(ds.Name, ds.Namespace).WithAnnotations(annotations)
-			if template != nil {
-				ac.WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(template)))
+		keepTemplate: func(ds *appsv1.DaemonSet, t corev1.PodTemplateSpec) { ds.Spec.Template = t },
+		apply: func(ds *appsv1.DaemonSet, w owned) runtime.ApplyConfiguration {
+			ac := appsv1ac.DaemonSet(ds.Name, ds.Namespace).WithAnnotations(w.annotations)
+			if w.template != nil {
+				ac.WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(templateOf(w.template)))
 			}
 			return ac
 		},
 	}
 	// CronJobs puts the hash on the job template's Pod template: the next Job runs with the new
-	// configuration, and no Job runs before its time.
+	// configuration. A CronJob may also run a Job at once (v1alpha1.RunJobOnChangeAnnotation).
 	CronJobs = Kind[*batchv1.CronJob]{
 		Name: "CronJob", ControllerName: Group + "-cronjobs",
 		New:     func() *batchv1.CronJob { return &batchv1.CronJob{} },
@@ -102,49 +132,139 @@ var (
 		skeleton: func(cj *batchv1.CronJob) *batchv1.CronJob {
 			return &batchv1.CronJob{TypeMeta: cj.TypeMeta, ObjectMeta: cj.ObjectMeta}
 		},
-		apply: func(cj *batchv1.CronJob, annotations, template map[string]string) runtime.ApplyConfiguration {
-			ac := batchv1ac.CronJob(cj.Name, cj.Namespace).WithAnnotations(annotations)
-			if template != nil {
+		keepTemplate: func(cj *batchv1.CronJob, t corev1.PodTemplateSpec) { cj.Spec.JobTemplate.Spec.Template = t },
+		apply: func(cj *batchv1.CronJob, w owned) runtime.ApplyConfiguration {
+			ac := batchv1ac.CronJob(cj.Name, cj.Namespace).WithAnnotations(w.annotations)
+			if w.template != nil {
 				ac.WithSpec(batchv1ac.CronJobSpec().WithJobTemplate(batchv1ac.JobTemplateSpec().WithSpec(
-					batchv1ac.JobSpec().WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(template)))))
+					batchv1ac.JobSpec().WithTemplate(templateOf(w.template)))))
 			}
 			return ac
 		},
 	}
+	// Jobs re-creates a Job whose data changed, as Reloader does: a Job's Pod template cannot
+	// change. A Job a CronJob controls is left to the CronJob, whose next Job takes the new
+	// data.
+	Jobs = Kind[*batchv1.Job]{
+		Name: "Job", ControllerName: Group + "-jobs",
+		New:     func() *batchv1.Job { return &batchv1.Job{} },
+		NewList: func() client.ObjectList { return &batchv1.JobList{} },
+		skeleton: func(j *batchv1.Job) *batchv1.Job {
+			return &batchv1.Job{TypeMeta: j.TypeMeta, ObjectMeta: j.ObjectMeta}
+		},
+		keepTemplate: func(j *batchv1.Job, t corev1.PodTemplateSpec) { j.Spec.Template = t },
+		apply: func(j *batchv1.Job, w owned) runtime.ApplyConfiguration {
+			// Only the record: the Pod template is immutable, and a roll re-creates the Job.
+			return batchv1ac.Job(j.Name, j.Namespace).WithAnnotations(w.annotations)
+		},
+		recreates: true,
+		leftAlone: func(j *batchv1.Job) bool {
+			owner := metav1.GetControllerOf(j)
+			return owner != nil && owner.Kind == "CronJob"
+		},
+	}
+	// Rollouts rolls Argo Rollouts, read and written as unstructured objects: with Reloader's
+	// annotation reloader.stakater.com/rollout-strategy: "restart" through spec.restartAt (Argo
+	// restarts the Pods in place), otherwise through the Pod template's annotation (a new
+	// revision, with the Rollout's canary or blue-green steps).
+	Rollouts = Kind[*unstructured.Unstructured]{
+		Name: "Rollout", ControllerName: Group + "-rollouts",
+		New: func() *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(podrefs.RolloutKind)
+			return u
+		},
+		NewList: func() client.ObjectList {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(podrefs.RolloutKind.GroupVersion().WithKind(podrefs.RolloutKind.Kind + "List"))
+			return l
+		},
+		skeleton: func(r *unstructured.Unstructured) *unstructured.Unstructured {
+			out := &unstructured.Unstructured{Object: map[string]any{"apiVersion": r.GetAPIVersion(), "kind": r.GetKind()}}
+			if metadata, ok := r.Object["metadata"].(map[string]any); ok {
+				// A copy: the trim changes what it keeps, never the object it is given.
+				out.Object["metadata"] = runtime.DeepCopyJSON(metadata)
+			}
+			if restartAt, found, _ := unstructured.NestedString(r.Object, "spec", "restartAt"); found {
+				_ = unstructured.SetNestedField(out.Object, restartAt, "spec", "restartAt")
+			}
+			if workloadRef, found, _ := unstructured.NestedMap(r.Object, "spec", "workloadRef"); found {
+				_ = unstructured.SetNestedMap(out.Object, workloadRef, "spec", "workloadRef")
+			}
+			return out
+		},
+		keepTemplate: func(r *unstructured.Unstructured, t corev1.PodTemplateSpec) { _ = podrefs.SetRolloutTemplate(r, &t) },
+		apply: func(r *unstructured.Unstructured, w owned) runtime.ApplyConfiguration {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(podrefs.RolloutKind)
+			u.SetNamespace(r.GetNamespace())
+			u.SetName(r.GetName())
+			u.SetAnnotations(w.annotations)
+			if w.template != nil {
+				_ = unstructured.SetNestedStringMap(u.Object, w.template, "spec", "template", "metadata", "annotations")
+			}
+			if w.restartAt != "" {
+				_ = unstructured.SetNestedField(u.Object, w.restartAt, "spec", "restartAt")
+			}
+			return client.ApplyConfigurationFromUnstructured(u)
+		},
+		// A Rollout whose Pods come from a Deployment (spec.workloadRef) has no Pod template of
+		// its own to change: the Deployment is the one to annotate.
+		leftAlone: func(r *unstructured.Unstructured) bool {
+			_, found, _ := unstructured.NestedMap(r.Object, "spec", "workloadRef")
+			return found
+		},
+	}
 )
+
+// restartAtOf returns a Rollout's spec.restartAt, "" for none or another kind.
+func restartAtOf(obj client.Object) string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	restartAt, _, _ := unstructured.NestedString(u.Object, "spec", "restartAt")
+	return restartAt
+}
 
 // lastApplied is kubectl's copy of the whole object as last applied client-side: often the
 // largest annotation of a workload, and nothing this controller reads.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// Trim keeps of a workload what this controller reads: its metadata without managed fields and
-// without kubectl's last-applied copy and, if it carries an annotation that opts it in, its Pod
-// template's annotations and the ConfigMap and Secret references of its Pod spec. The cache
-// stores workloads so when this is the only selected controller that watches the kind: a real
-// workload's spec and status are several KiB, of which the controller reads a few names.
-func (k Kind[T]) Trim(obj any) (any, error) {
-	full, ok := obj.(T)
-	if !ok {
-		return obj, nil
-	}
-	trimmed := k.skeleton(full)
-	trimmed.SetManagedFields(nil)
-	if _, ok := trimmed.GetAnnotations()[lastApplied]; ok {
-		annotations := make(map[string]string, len(trimmed.GetAnnotations()))
-		for key, value := range trimmed.GetAnnotations() {
-			if key != lastApplied {
-				annotations[key] = value
-			}
+// Trim returns the cache transform that keeps of a workload what this controller reads: its
+// metadata without managed fields and without kubectl's last-applied copy and, if it may opt
+// in (mayOptIn, as o says), its Pod template's annotations and the ConfigMap and Secret
+// references of its Pod spec. The cache stores workloads so when this is the only selected
+// controller that watches the kind: a real workload's spec and status are several KiB, of
+// which the controller reads a few names. o is read when an object is trimmed, once the flags
+// are parsed.
+func (k Kind[T]) Trim(o *Options) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		full, ok := obj.(T)
+		if !ok {
+			return obj, nil
 		}
-		trimmed.SetAnnotations(annotations)
+		trimmed := k.skeleton(full)
+		trimmed.SetManagedFields(nil)
+		if _, ok := trimmed.GetAnnotations()[lastApplied]; ok {
+			annotations := make(map[string]string, len(trimmed.GetAnnotations()))
+			for key, value := range trimmed.GetAnnotations() {
+				if key != lastApplied {
+					annotations[key] = value
+				}
+			}
+			trimmed.SetAnnotations(annotations)
+		}
+		if template := podrefs.PodTemplate(full); template != nil && mayOptIn(full, o.AutoReloadAll) && !k.left(full) {
+			k.keepTemplate(trimmed, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: template.Annotations},
+				Spec: podrefs.ReferencesOnly(&template.Spec)})
+		}
+		return trimmed, nil
 	}
-	if template := podrefs.PodTemplate(full); template != nil && mayOptIn(full) {
-		kept := podrefs.PodTemplate(trimmed)
-		kept.Annotations = template.Annotations
-		kept.Spec = podrefs.ReferencesOnly(&template.Spec)
-	}
-	return trimmed, nil
 }
+
+// left says whether the controller leaves obj to another.
+func (k Kind[T]) left(obj T) bool { return k.leftAlone != nil && k.leftAlone(obj) }
 
 // optInAnnotations are the annotations that can opt a workload in, on it or on its Pod
 // template: ours, and Reloader's (read or not, depending on the flags).
@@ -154,17 +274,24 @@ var optInAnnotations = []string{
 	v1alpha1.ReloaderConfigMapReloadAnnotation, v1alpha1.ReloaderSecretReloadAnnotation, v1alpha1.ReloaderSearchAnnotation,
 }
 
-// mayOptIn says whether obj carries an annotation that can opt it in, whatever its value:
-// what a workload asked for is podrefs.Select's to say, in Reconcile, which also reports an
-// annotation it cannot read.
-func mayOptIn(obj client.Object) bool {
+// mayOptIn says whether obj may roll on something, whatever its annotations' values: with
+// autoReloadAll every workload may; otherwise one that carries an annotation that can opt it
+// in, or any of Reloader's (so that the start-up report of Reloader's annotation forms sees
+// those of the Pod template). What a workload asked for is podrefs.Select's to say, in
+// Reconcile, which also reports an annotation it cannot read.
+func mayOptIn(obj client.Object, autoReloadAll bool) bool {
+	if autoReloadAll {
+		return true
+	}
 	template := podrefs.PodTemplate(obj)
-	for _, key := range optInAnnotations {
-		if _, ok := obj.GetAnnotations()[key]; ok {
-			return true
+	for _, annotations := range []map[string]string{obj.GetAnnotations(), templateAnnotations(template)} {
+		for _, key := range optInAnnotations {
+			if _, ok := annotations[key]; ok {
+				return true
+			}
 		}
-		if template != nil {
-			if _, ok := template.Annotations[key]; ok {
+		for key := range annotations {
+			if isReloaderAnnotation(key) {
 				return true
 			}
 		}
@@ -172,22 +299,31 @@ func mayOptIn(obj client.Object) bool {
 	return false
 }
 
-// Predicates filter the events of the workloads: those of workloads that carry an opt-in
-// annotation (before or after the change), when their spec or their annotations changed other
-// than by this controller's own record. Writing the record therefore reconciles nothing again;
-// a roll does, since it changes the spec.
-func Predicates() []predicate.Predicate {
+func templateAnnotations(template *corev1.PodTemplateSpec) map[string]string {
+	if template == nil {
+		return nil
+	}
+	return template.Annotations
+}
+
+// Predicates filter the events of the workloads: those of workloads in the configmapwatcher's
+// namespaces that may opt in (before or after the change, as o says), when their spec or their
+// annotations changed other than by this controller's own record. Writing the record therefore
+// reconciles nothing again; a roll does, since it changes the spec. o is read at each event,
+// once the flags are parsed.
+func Predicates(o *Options) []predicate.Predicate {
+	scope := func(obj client.Object) bool { return o.Scope().Namespace(obj.GetNamespace()) }
 	return []predicate.Predicate{predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return mayOptIn(e.Object) },
+		CreateFunc: func(e event.CreateEvent) bool { return scope(e.Object) && mayOptIn(e.Object, o.AutoReloadAll) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			if !mayOptIn(e.ObjectOld) && !mayOptIn(e.ObjectNew) {
+			if !scope(e.ObjectNew) || !mayOptIn(e.ObjectOld, o.AutoReloadAll) && !mayOptIn(e.ObjectNew, o.AutoReloadAll) {
 				return false
 			}
 			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
 				!sameAnnotationsBut(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(), v1alpha1.ConfigStateAnnotation)
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(e event.GenericEvent) bool { return mayOptIn(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return scope(e.Object) && mayOptIn(e.Object, o.AutoReloadAll) },
 	}}
 }
 

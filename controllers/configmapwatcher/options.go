@@ -1,13 +1,19 @@
 package configmapwatcher
 
 import (
+	"encoding/csv"
+	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/example/switchboard/internal/podrefs"
 )
 
 // DefaultReloadDebounce is --reload-debounce's default: the gaps between a helm upgrade's
@@ -19,8 +25,20 @@ const DefaultReloadDebounce = 20 * time.Millisecond
 // DefaultDigestKeySecret is the name of the digest key Secret in the manager's namespace.
 const DefaultDigestKeySecret = "switchboard-config-digest-key"
 
+// The values of --webhook-format.
+const (
+	// WebhookFormatJSON posts Notification as JSON.
+	WebhookFormatJSON = "json"
+	// WebhookFormatSlack posts {"text": "..."}, which Slack's incoming webhooks take (and
+	// Mattermost's, Google Chat's and Rocket.Chat's).
+	WebhookFormatSlack = "slack"
+)
+
 // Options are the configmapwatcher's own flags, shared by the rows of its group. Its table
-// rows bind them with the manager's and validate them before anything starts.
+// rows bind them with the manager's and validate them before anything starts. Where Stakater
+// Reloader has a flag of the same meaning, the flag has Reloader's name; Reloader's other flags
+// are accepted too (ReloaderFlags), so that its arguments do not stop the manager, and the
+// manager says at start which of them it does not support.
 type Options struct {
 	// ReloaderAnnotations: honour Stakater Reloader's annotations as well as ours.
 	ReloaderAnnotations bool
@@ -29,6 +47,40 @@ type Options struct {
 	// DigestKeySecret is NAME or NAMESPACE/NAME of the digest key Secret; the namespace
 	// defaults to the manager's.
 	DigestKeySecret string
+	// AutoReloadAll is Reloader's --auto-reload-all: a workload that says nothing rolls on
+	// every ConfigMap and Secret it references (see podrefs.Reading).
+	AutoReloadAll bool
+	// NamespaceSelector is Reloader's --namespace-selector: only namespaces whose labels match.
+	NamespaceSelector string
+	// NamespacesToIgnore is Reloader's --namespaces-to-ignore.
+	NamespacesToIgnore []string
+	// ResourceLabelSelector is Reloader's --resource-label-selector: only ConfigMaps and
+	// Secrets whose labels match count.
+	ResourceLabelSelector string
+	// ResourcesToIgnore is Reloader's --resources-to-ignore: "configmaps" or "secrets".
+	ResourcesToIgnore []string
+	// ReloadOnDelete is Reloader's --reload-on-delete: the deletion of a source rolls.
+	ReloadOnDelete bool
+	// WebhookURL is where each roll is posted; empty posts nothing.
+	WebhookURL string
+	// WebhookFormat is WebhookFormatJSON or WebhookFormatSlack.
+	WebhookFormat string
+	// WebhookOnly posts to WebhookURL instead of rolling, as Reloader's --webhook-url does.
+	WebhookOnly bool
+	// MaxRolloutsPerMinute bounds the rolls started in any minute, over every workload kind;
+	// 0 means no bound.
+	MaxRolloutsPerMinute int
+
+	// reloader holds Reloader's flags that have no counterpart of the same name here.
+	reloader *reloaderFlags
+	// namespaceSelector, resourceSelector are the parsed selectors; nil when not set.
+	namespaceSelector, resourceSelector labels.Selector
+	// ignoredNamespaces, ignoredKinds are --namespaces-to-ignore and --resources-to-ignore as
+	// sets, made by Validate.
+	ignoredNamespaces map[string]bool
+	ignoredKinds      map[podrefs.SourceKind]bool
+	// selectedNamespaces are the namespaces --namespace-selector selects, read by Prepare.
+	selectedNamespaces []string
 }
 
 // NewOptions returns the defaults.
@@ -39,6 +91,8 @@ func NewOptions() *Options {
 		ReloaderAnnotations: true,
 		ReloadDebounce:      DefaultReloadDebounce,
 		DigestKeySecret:     DefaultDigestKeySecret,
+		WebhookFormat:       WebhookFormatJSON,
+		reloader:            newReloaderFlags(),
 	}
 }
 
@@ -47,6 +101,17 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.ReloaderAnnotations, "reloader-annotations", o.ReloaderAnnotations, "Make the configmapwatcher honour Stakater Reloader's annotations (reloader.stakater.com/auto, .../search and .../match, .../ignore, configmap.reloader.stakater.com/reload, ...) as well as app.example.com/reload.")
 	fs.DurationVar(&o.ReloadDebounce, "reload-debounce", o.ReloadDebounce, "How long the configmapwatcher waits after a ConfigMap or Secret change before reading the workloads' data, so that changes made together roll a workload once; 0 reads at once.")
 	fs.StringVar(&o.DigestKeySecret, "config-digest-key-secret", o.DigestKeySecret, "The Secret, NAME or NAMESPACE/NAME, holding the key of the configmapwatcher's digests, created with a random key when missing; the namespace defaults to the manager's ($POD_NAMESPACE, else the ServiceAccount's, else --leader-election-namespace, else 'default').")
+	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, "Roll every workload on the ConfigMaps and Secrets its Pod template references, unless it opts out with reloader.stakater.com/auto: \"false\" (configmap.reloader.stakater.com/auto or secret.reloader.stakater.com/auto for one kind) or app.example.com/reload: \"false\"; as Reloader's flag.")
+	fs.StringVar(&o.NamespaceSelector, "namespace-selector", o.NamespaceSelector, "Only workloads and sources in namespaces whose labels match this selector (key=value or Reloader's key:value, key:* for any value, comma-separated); the manager restarts when the set of matching namespaces changes. As Reloader's flag.")
+	fs.Var(listFlag{&o.NamespacesToIgnore}, "namespaces-to-ignore", "Comma-separated namespaces whose workloads, ConfigMaps and Secrets the configmapwatcher neither caches nor watches; as Reloader's flag.")
+	fs.StringVar(&o.ResourceLabelSelector, "resource-label-selector", o.ResourceLabelSelector, "Only ConfigMaps and Secrets whose labels match this selector (key=value or key:value, comma-separated) roll workloads; the others are neither watched nor recorded. As Reloader's flag.")
+	fs.Var(listFlag{&o.ResourcesToIgnore}, "resources-to-ignore", "'configmaps' or 'secrets': that kind of source is neither watched nor read, and rolls nothing; as Reloader's flag.")
+	fs.BoolVar(&o.ReloadOnDelete, "reload-on-delete", o.ReloadOnDelete, "Roll a workload when a ConfigMap or Secret it uses is deleted (and again when it comes back); otherwise a deletion gives a Warning Event and rolls nothing. As Reloader's flag.")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "URL that each roll is posted to (the workload, its sources and the keys that changed, never values), with bounded retries; empty posts nothing. Unlike Reloader's flag it notifies besides rolling: add --webhook-only for Reloader's meaning.")
+	fs.StringVar(&o.WebhookFormat, "webhook-format", o.WebhookFormat, "Body of --webhook-url's posts: 'json' (the notification) or 'slack' ({\"text\": ...}, for chat webhooks).")
+	fs.BoolVar(&o.WebhookOnly, "webhook-only", o.WebhookOnly, "Post to --webhook-url instead of rolling, as Reloader's --webhook-url does: the record still moves on, so each change is posted once.")
+	fs.IntVar(&o.MaxRolloutsPerMinute, "max-rollouts-per-minute", o.MaxRolloutsPerMinute, "Most rolls the configmapwatcher starts in any minute, over every workload kind; the others wait their turn and none is dropped. 0 means no limit.")
+	o.reloader.addFlags(fs)
 }
 
 // Validate says what is wrong with the options, naming the flag.
@@ -55,8 +120,60 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--reload-debounce must not be negative, got %s", o.ReloadDebounce)
 	}
 	// Any valid namespace stands in for the manager's, which is known only at start.
-	_, err := o.digestKeySecret(metaDefaultNamespace)
-	return err
+	if _, err := o.digestKeySecret(metaDefaultNamespace); err != nil {
+		return err
+	}
+	var err error
+	if o.namespaceSelector, err = reloaderSelector("--namespace-selector", o.NamespaceSelector); err != nil {
+		return err
+	}
+	if o.resourceSelector, err = reloaderSelector("--resource-label-selector", o.ResourceLabelSelector); err != nil {
+		return err
+	}
+	for _, ns := range o.NamespacesToIgnore {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("--namespaces-to-ignore: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	o.ignoredNamespaces = setOf(o.NamespacesToIgnore)
+	if o.ignoredKinds, err = o.ignoredSources(); err != nil {
+		return err
+	}
+	switch {
+	case o.WebhookFormat != WebhookFormatJSON && o.WebhookFormat != WebhookFormatSlack:
+		return fmt.Errorf("--webhook-format must be %s or %s, got %q", WebhookFormatJSON, WebhookFormatSlack, o.WebhookFormat)
+	case o.WebhookOnly && o.WebhookURL == "":
+		return errors.New("--webhook-only needs --webhook-url: it posts there instead of rolling")
+	case o.MaxRolloutsPerMinute < 0:
+		return fmt.Errorf("--max-rollouts-per-minute must not be negative, got %d", o.MaxRolloutsPerMinute)
+	}
+	if o.WebhookURL != "" {
+		u, err := url.Parse(o.WebhookURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--webhook-url must be an http or https URL, got %q", o.WebhookURL)
+		}
+	}
+	return o.reloader.validate()
+}
+
+// ignoredSources reads --resources-to-ignore as Reloader does: "configmaps" or "secrets" in any
+// case, not both (that would leave nothing to watch).
+func (o *Options) ignoredSources() (map[podrefs.SourceKind]bool, error) {
+	out := map[podrefs.SourceKind]bool{}
+	for _, v := range o.ResourcesToIgnore {
+		switch strings.ToLower(v) {
+		case "configmaps":
+			out[podrefs.ConfigMap] = true
+		case "secrets":
+			out[podrefs.Secret] = true
+		default:
+			return nil, fmt.Errorf("--resources-to-ignore takes 'configmaps' or 'secrets', not %q", v)
+		}
+	}
+	if len(out) > 1 {
+		return nil, errors.New("--resources-to-ignore takes 'configmaps' or 'secrets', not both: that would leave nothing to watch")
+	}
+	return out, nil
 }
 
 // metaDefaultNamespace stands in for the manager's namespace where only the form of
@@ -67,8 +184,29 @@ const metaDefaultNamespace = "default"
 // first: it reports what this assumes valid.
 func (o *Options) Settings(managerNamespace string) Settings {
 	secret, _ := o.digestKeySecret(managerNamespace)
-	return Settings{ReloaderAnnotations: o.ReloaderAnnotations, Debounce: o.ReloadDebounce, DigestKeySecret: secret}
+	return Settings{
+		Reading:              podrefs.Reading{Reloader: o.ReloaderAnnotations, AutoReloadAll: o.AutoReloadAll},
+		Debounce:             o.ReloadDebounce,
+		DigestKeySecret:      secret,
+		Scope:                o.Scope(),
+		ReloadOnDelete:       o.ReloadOnDelete,
+		MaxRolloutsPerMinute: o.MaxRolloutsPerMinute,
+		Webhook:              WebhookSettings{URL: o.WebhookURL, Format: o.WebhookFormat, Only: o.WebhookOnly},
+	}
 }
+
+// Scope is what the flags scope the configmapwatcher to. Call Validate first, and Prepare for
+// --namespace-selector.
+func (o *Options) Scope() Scope {
+	return Scope{namespaces: o.selectedNamespaces, selectsByLabels: o.namespaceSelector != nil,
+		ignored: o.ignoredNamespaces, resourceSelector: o.resourceSelector, ignoredSources: o.ignoredKinds}
+}
+
+// Ignores says whether --ignored-workload-types leaves a workload kind ("Job", "CronJob") alone.
+func (o *Options) Ignores(kind string) bool { return o.reloader.ignores(kind) }
+
+// ReloadsAll says whether --auto-reload-all is on, for the shared index of sources.
+func (o *Options) ReloadsAll() bool { return o.AutoReloadAll }
 
 // digestKeySecret resolves --config-digest-key-secret: NAME or NAMESPACE/NAME, the namespace
 // being managerNamespace by default.
@@ -88,4 +226,71 @@ func (o *Options) digestKeySecret(managerNamespace string) (types.NamespacedName
 		return types.NamespacedName{}, fmt.Errorf("--config-digest-key-secret: %q is not a Secret name: %s", name, strings.Join(errs, "; "))
 	}
 	return types.NamespacedName{Namespace: namespace, Name: name}, nil
+}
+
+// reloaderSelector parses a label selector written as Reloader's --namespace-selector and
+// --resource-label-selector take it: comma-separated terms, each a label selector term or
+// Reloader's "key:value", with "key:*" or "key=*" for any value; the whole may be quoted, as
+// Reloader's Helm chart writes it. Nil for an empty value.
+func reloaderSelector(flagName, value string) (labels.Selector, error) {
+	value = strings.TrimSpace(value)
+	if unquoted, ok := strings.CutPrefix(value, `"`); ok {
+		value = strings.TrimSuffix(unquoted, `"`)
+	}
+	if value == "" {
+		return nil, nil
+	}
+	terms := strings.Split(value, ",")
+	for i, term := range terms {
+		term = strings.TrimSpace(term)
+		if key, v, ok := strings.Cut(term, ":"); ok {
+			term = key + "=" + v
+		}
+		if key, v, ok := strings.Cut(term, "="); ok && !strings.HasPrefix(v, "=") && strings.TrimSpace(v) == "*" {
+			term = strings.TrimSuffix(strings.TrimSpace(key), "!")
+		}
+		terms[i] = term
+	}
+	selector, err := labels.Parse(strings.Join(terms, ","))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	return selector, nil
+}
+
+// listFlag is a comma-separated list flag that, like Reloader's (pflag's string slices), may
+// be given several times, each adding to the list, and whose items may be quoted.
+type listFlag struct{ items *[]string }
+
+func (l listFlag) String() string {
+	if l.items == nil {
+		return ""
+	}
+	return strings.Join(*l.items, ",")
+}
+
+func (l listFlag) Set(value string) error {
+	if strings.TrimSpace(value) == "" {
+		return nil
+	}
+	r := csv.NewReader(strings.NewReader(value))
+	r.TrimLeadingSpace = true
+	record, err := r.Read()
+	if err != nil {
+		return fmt.Errorf("reading %q as a comma-separated list: %w", value, err)
+	}
+	for _, item := range record {
+		if item = strings.TrimSpace(item); item != "" {
+			*l.items = append(*l.items, item)
+		}
+	}
+	return nil
+}
+
+func setOf(items []string) map[string]bool {
+	out := map[string]bool{}
+	for _, item := range items {
+		out[item] = true
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/internal/podrefs"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // reloaderCases are workloads opted in only with Reloader's annotations, each using the
@@ -228,4 +229,26 @@ func previousReleaseHash(configMaps []corev1.ConfigMap) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// TestReloaderFormsReportedAtStart: at start the manager logs each of Reloader's annotations
+// its workloads carry but it does not read, with how many and which workloads, and counts them
+// in switchboard_configmapwatcher_reloader_unsupported.
+func TestReloaderFormsReportedAtStart(t *testing.T) {
+	k := kinds[1]
+	ns := env.Namespace(t, "cmw-forms-")
+	csi := "secretproviderclass.reloader.stakater.com/reload"
+	w := k.workload(ns, "vault", "", envFrom("app"))
+	podrefs.PodTemplate(w).Annotations = map[string]string{csi: "vault-db"}
+	create(t, w)
+	_, lines := startLoggedManager(t, "--controllers=configmapwatcher")
+	testenv.Eventually(t, timeout, func() error {
+		if lines.count("Reloader annotation not supported", csi, ns+"/vault") != 1 {
+			return fmt.Errorf("no log line about %s on %s/vault yet", csi, ns)
+		}
+		return nil
+	})
+	if v := metricValue(t, "switchboard_configmapwatcher_reloader_unsupported", map[string]string{"form": "annotation", "name": csi, "kind": k.name}); v < 1 {
+		t.Errorf("switchboard_configmapwatcher_reloader_unsupported for %s on %ss = %v, want at least 1", csi, k.name, v)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -28,10 +30,14 @@ type Shared struct {
 	metadata metadata.Interface
 	changes  map[podrefs.SourceKind]*changes
 	keys     *DigestKeys
+	limiter  *rolloutLimiter
+	notifier *notifier
+	jobs     *jobRecreator
 }
 
-// setup creates the metadata client, the watches over namespaces (none for every namespace)
-// and the digest key's reader, once.
+// setup creates the metadata client, the watches over the manager's namespaces (none for every
+// namespace) as the scope narrows them, the digest key's reader, the limiter of rolls and the
+// webhook's notifier, once.
 func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings) error {
 	s.once.Do(func() {
 		s.metadata, s.err = metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
@@ -41,10 +47,20 @@ func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings)
 		}
 		log := mgr.GetLogger().WithValues("group", Group)
 		s.changes = map[podrefs.SourceKind]*changes{}
+		selector := metav1.ListOptions{}
+		if f := settings.Scope.NamespaceFieldSelector(); f != nil {
+			selector.FieldSelector = f.String()
+		}
+		if settings.Scope.resourceSelector != nil {
+			selector.LabelSelector = settings.Scope.resourceSelector.String()
+		}
 		for _, kind := range podrefs.SourceKinds {
-			s.changes[kind] = newChanges(kind, s.metadata, namespaces, log)
+			s.changes[kind] = newChanges(kind, s.metadata, settings.Scope.Namespaces(namespaces), selector, log)
 		}
 		s.keys = &DigestKeys{Secret: settings.DigestKeySecret, Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()}
+		s.limiter = newRolloutLimiter(settings.MaxRolloutsPerMinute, time.Now)
+		s.notifier = newNotifier(settings.Webhook, log)
+		s.jobs = &jobRecreator{}
 	})
 	return s.err
 }
@@ -54,7 +70,7 @@ func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings)
 func (s *Shared) Names(ctx context.Context, kind podrefs.SourceKind, namespace string) ([]string, error) {
 	resource := s.changes[kind].resource
 	var names []string
-	opts := metav1.ListOptions{Limit: 500}
+	opts := metav1.ListOptions{Limit: 500, LabelSelector: s.changes[kind].selector.LabelSelector}
 	for {
 		list, err := s.metadata.Resource(resource).Namespace(namespace).List(ctx, opts)
 		if err != nil {
@@ -71,37 +87,67 @@ func (s *Shared) Names(ctx context.Context, kind podrefs.SourceKind, namespace s
 
 // Changes returns the source of the changes of kind's objects for the controller of the
 // workload kind k on mgr, over namespaces (none for all): the shared watch, mapped to k's
-// workloads through the shared index on mgr's cache, queued after settings.Debounce.
+// workloads through the shared index on mgr's cache, queued after settings.Debounce. With
+// --resources-to-ignore naming kind it returns nil: that kind is not watched.
 func Changes[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []string, kind podrefs.SourceKind, k Kind[T], settings Settings) (source.Source, error) {
 	if err := s.setup(mgr, namespaces, settings); err != nil {
 		return nil, err
+	}
+	if !settings.Scope.SourceKind(kind) {
+		return nil, nil
 	}
 	reader := mgr.GetClient()
 	return &changesSource{changes: s.changes[kind], consumer: consumer{
 		name: k.ControllerName,
 		workloadsFor: func(ctx context.Context, namespace string, src podrefs.Source) []reconcile.Request {
-			return workloadsFor(ctx, reader, k, namespace, src)
+			if !settings.Scope.Namespace(namespace) {
+				return nil
+			}
+			return workloadsFor(ctx, reader, k, namespace, src, settings.Reading.AutoReloadAll)
 		},
 		optedIn: func(ctx context.Context, namespace string) ([]reconcile.Request, error) {
-			return optedIn(ctx, reader, k, namespace)
+			return optedIn(ctx, reader, k, namespace, settings.Reading.AutoReloadAll)
 		},
 		delay: settings.Debounce,
 	}}, nil
 }
 
-// NewReconciler returns the reconciler of the workload kind k on mgr.
+// NewReconciler returns the reconciler of the workload kind k on mgr, and adds to mgr what
+// runs beside it: the webhook's notifier and the report of Reloader's annotations that k's
+// workloads carry and the controller does not read.
 func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []string, k Kind[T], settings Settings) (*Reconciler[T], error) {
 	if err := s.setup(mgr, namespaces, settings); err != nil {
 		return nil, err
 	}
+	initKind(k.Name)
+	if s.notifier != nil {
+		if err := mgr.Add(s.notifier); err != nil {
+			return nil, fmt.Errorf("adding the webhook's notifier: %w", err)
+		}
+	}
+	log := mgr.GetLogger().WithValues("group", Group, "controller", k.ControllerName)
+	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil // stopping
+		}
+		if err := reportReloaderAnnotations(ctx, mgr.GetCache(), k, settings.Reading, log); err != nil {
+			// A report, not a duty: the manager goes on without it.
+			log.Error(err, "Reporting Reloader's unsupported annotations failed")
+		}
+		return nil
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("adding the report of Reloader's annotations: %w", err)
+	}
 	return &Reconciler[T]{Kind: k, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Lister: s,
-		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, ReloaderAnnotations: settings.ReloaderAnnotations}, nil
+		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, Settings: settings,
+		limiter: s.limiter, notifier: s.notifier, jobs: s.jobs, now: time.Now}, nil
 }
 
 // workloadsFor maps a source to the workloads of kind k in namespace that may roll on it,
 // through the shared index on reader, the manager's cache: those filed under the source, and
 // those filed under the kind's wildcard whose patterns match its name.
-func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, src podrefs.Source) []reconcile.Request {
+func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, src podrefs.Source, autoReloadAll bool) []reconcile.Request {
 	var requests []reconcile.Request
 	for _, value := range []string{src.Key(), podrefs.Wildcard(src.Kind)} {
 		list := k.NewList()
@@ -113,7 +159,7 @@ func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k 
 			obj := item.(client.Object)
 			if value != src.Key() {
 				template := podrefs.PodTemplate(obj)
-				selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, true)
+				selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, podrefs.Reading{Reloader: true, AutoReloadAll: autoReloadAll})
 				if !selection.Matches(src) {
 					return nil
 				}
@@ -127,7 +173,7 @@ func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k 
 
 // optedIn lists, from reader (the manager's cache), the requests of every workload of kind k
 // in namespace ("" for all) that the shared index files under some source.
-func optedIn[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string) ([]reconcile.Request, error) {
+func optedIn[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, autoReloadAll bool) ([]reconcile.Request, error) {
 	list := k.NewList()
 	if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing %ss: %w", k.Name, err)
@@ -135,7 +181,7 @@ func optedIn[T client.Object](ctx context.Context, reader client.Reader, k Kind[
 	var requests []reconcile.Request
 	err := apimeta.EachListItem(list, func(item runtime.Object) error {
 		obj := item.(client.Object)
-		if len(indexers.WorkloadSources(obj)) > 0 {
+		if len(indexers.WorkloadSources(obj, autoReloadAll)) > 0 {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 		}
 		return nil

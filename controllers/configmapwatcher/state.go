@@ -153,18 +153,63 @@ func (d sourceData) get(key string) (string, []byte, bool) {
 // decision is what a reconcile does with a workload, decided from its record and what it
 // observed.
 type decision struct {
-	// write: apply the record (and, when roll, a new config hash).
+	// write: apply record (and, when roll, a new config hash).
 	write bool
+	// record is the record to write: what was observed, except that a source of the record
+	// deleted since keeps its digests unless the deletion rolls (see decide).
+	record *state
 	// roll: the data the workload uses changed since its record; changes say how.
 	roll    bool
-	changes []string
-	// blocked: a source the record holds is missing now; nothing is written.
-	blocked bool
+	changes []sourceChange
+	// deleted are the sources of the record missing now whose deletion does not roll the
+	// workload (--reload-on-delete is off).
+	deleted []string
 	// keyChanged: the record was made with another digest key, so it is replaced by a baseline.
 	keyChanged bool
 	// upgrade: the workload had no record but a config hash written by a release before
 	// records, and the data no longer matches it.
 	upgrade bool
+}
+
+// The ways a source can change.
+const (
+	changeChanged = "changed"
+	changeCreated = "created"
+	changeDeleted = "deleted"
+)
+
+// sourceChange is how one source changed since the record: the names of the keys, never their
+// values.
+type sourceChange struct {
+	// Source is the record's key of the source, "ConfigMap/app".
+	Source string
+	// Change is changeChanged, changeCreated or changeDeleted.
+	Change string
+	// Changed, Added and Removed are the keys concerned, for changeChanged; all three are empty
+	// when one digest covers the whole source (more than maxKeysPerSource keys).
+	Changed, Added, Removed []string
+}
+
+// String says how a source changed, as Events and logs say it: "ConfigMap app: k changed, j
+// added".
+func (c sourceChange) String() string {
+	what := c.Change
+	if c.Change == changeChanged {
+		var parts []string
+		for _, group := range []struct {
+			keys []string
+			verb string
+		}{{c.Changed, "changed"}, {c.Added, "added"}, {c.Removed, "removed"}} {
+			if len(group.keys) > 0 {
+				parts = append(parts, strings.Join(group.keys, ", ")+" "+group.verb)
+			}
+		}
+		what = "data changed"
+		if len(parts) > 0 {
+			what = strings.Join(parts, ", ")
+		}
+	}
+	return describe(c.Source) + ": " + what
 }
 
 // legacyHash says what a config hash of a release before records says of the current data.
@@ -184,77 +229,72 @@ const (
 //   - no record: a baseline, no roll, unless an older release's config hash says the data
 //     changed since it was written (then one roll);
 //   - a record made with another digest key: a new baseline, no roll;
-//   - a source of the record missing now: nothing (the record stays as it is);
 //   - a source whose keys' digests changed, or that was missing and exists now: a roll;
+//   - a source of the record deleted since: with reloadOnDelete a roll, the source recorded as
+//     missing (so that its return rolls again); otherwise no roll, and the record keeps its
+//     digests, so that it holds back no other source's change and its return rolls only if its
+//     data differs;
 //   - sources added or dropped (the workload's spec or annotations changed): a new record, no
 //     roll;
 //   - the same record: nothing.
-func decide(recorded, observed *state, legacy legacyHash) decision {
+func decide(recorded, observed *state, legacy legacyHash, reloadOnDelete bool) decision {
 	switch {
 	case recorded == nil && legacy == legacyHashStale:
-		return decision{write: true, roll: true, upgrade: true}
+		return decision{write: true, record: observed, roll: true, upgrade: true}
 	case recorded == nil:
-		return decision{write: true}
+		return decision{write: true, record: observed}
 	case recorded.KeyID != observed.KeyID:
-		return decision{write: true, keyChanged: true}
+		return decision{write: true, record: observed, keyChanged: true}
 	}
-	var changes []string
+	record := &state{Version: observed.Version, KeyID: observed.KeyID, Sources: maps.Clone(observed.Sources)}
+	var d decision
 	for _, key := range slices.Sorted(maps.Keys(observed.Sources)) {
 		now := observed.Sources[key]
 		before, known := recorded.Sources[key]
 		switch {
 		case !known:
 			// Newly tracked: recorded as it is, without rolling.
+		case now == nil && before != nil && reloadOnDelete:
+			d.changes = append(d.changes, sourceChange{Source: key, Change: changeDeleted})
 		case now == nil && before != nil:
-			return decision{blocked: true}
+			record.Sources[key] = before
+			d.deleted = append(d.deleted, key)
 		case now == nil:
 			// Missing before and still missing.
 		case before == nil:
-			changes = append(changes, describe(key)+": created")
+			d.changes = append(d.changes, sourceChange{Source: key, Change: changeCreated})
 		default:
-			if change := keyChanges(before, now); change != "" {
-				changes = append(changes, describe(key)+": "+change)
+			if change, changed := keyChanges(key, before, now); changed {
+				d.changes = append(d.changes, change)
 			}
 		}
 	}
-	if len(changes) > 0 {
-		return decision{write: true, roll: true, changes: changes}
-	}
-	return decision{write: recorded.String() != observed.String()}
+	d.record = record
+	d.roll = len(d.changes) > 0
+	d.write = d.roll || recorded.String() != record.String()
+	return d
 }
 
 // describe turns a record's key ("ConfigMap/app") into how Events name the source.
 func describe(key string) string { return strings.Replace(key, "/", " ", 1) }
 
-// keyChanges says which keys changed between two records of one source, "" for none.
-func keyChanges(before, now map[string]string) string {
+// keyChanges says which keys of one source changed between two records, and whether any did.
+func keyChanges(key string, before, now map[string]string) (sourceChange, bool) {
+	change := sourceChange{Source: key, Change: changeChanged}
 	if _, whole := now[wholeSource]; whole || before[wholeSource] != "" {
-		if before[wholeSource] != now[wholeSource] {
-			return "data changed"
-		}
-		return ""
+		return change, before[wholeSource] != now[wholeSource]
 	}
-	var changed, added, removed []string
-	for _, key := range slices.Sorted(maps.Keys(now)) {
-		if old, ok := before[key]; !ok {
-			added = append(added, key)
-		} else if old != now[key] {
-			changed = append(changed, key)
+	for _, k := range slices.Sorted(maps.Keys(now)) {
+		if old, ok := before[k]; !ok {
+			change.Added = append(change.Added, k)
+		} else if old != now[k] {
+			change.Changed = append(change.Changed, k)
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(before)) {
-		if _, ok := now[key]; !ok {
-			removed = append(removed, key)
+	for _, k := range slices.Sorted(maps.Keys(before)) {
+		if _, ok := now[k]; !ok {
+			change.Removed = append(change.Removed, k)
 		}
 	}
-	var parts []string
-	for _, group := range []struct {
-		keys []string
-		verb string
-	}{{changed, "changed"}, {added, "added"}, {removed, "removed"}} {
-		if len(group.keys) > 0 {
-			parts = append(parts, strings.Join(group.keys, ", ")+" "+group.verb)
-		}
-	}
-	return strings.Join(parts, ", ")
+	return change, len(change.Changed)+len(change.Added)+len(change.Removed) > 0
 }

@@ -21,57 +21,87 @@ func record(k *digestKey, sources map[string]map[string]string) *state {
 	return &state{Version: stateVersion, KeyID: k.id, Sources: sources}
 }
 
+// outcome is what TestDecide compares of a decision: changes as Events say them, and the
+// sources of the record it writes.
+type outcome struct {
+	Write, Roll, KeyChanged, Upgrade bool
+	Changes, Deleted                 []string
+	Record                           map[string]map[string]string
+}
+
+func outcomeOf(d decision) outcome {
+	o := outcome{Write: d.write, Roll: d.roll, KeyChanged: d.keyChanged, Upgrade: d.upgrade, Deleted: d.deleted}
+	for _, c := range d.changes {
+		o.Changes = append(o.Changes, c.String())
+	}
+	if d.write {
+		o.Record = d.record.Sources
+	}
+	return o
+}
+
 // TestDecide walks the record's rules: what a reconcile writes, rolls or leaves alone.
 func TestDecide(t *testing.T) {
 	app := map[string]string{"LOG_LEVEL": "d1", "TIMEOUT": "d2"}
 	db := map[string]string{"password": "s1"}
+	app9 := map[string]string{"LOG_LEVEL": "d9", "TIMEOUT": "d2"}
 	base := record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db})
+	sources := func(s map[string]map[string]string) map[string]map[string]string { return s }
 	for _, tc := range []struct {
-		name     string
-		recorded *state
-		observed *state
-		legacy   legacyHash
-		want     decision
+		name           string
+		recorded       *state
+		observed       *state
+		legacy         legacyHash
+		reloadOnDelete bool
+		want           outcome
 	}{
-		{"first sight: a baseline, no roll", nil, base, noLegacyHash, decision{write: true}},
-		{"first sight with a current legacy hash: a baseline", nil, base, legacyHashCurrent, decision{write: true}},
-		{"first sight with a stale legacy hash: one roll", nil, base, legacyHashStale, decision{write: true, roll: true, upgrade: true}},
-		{"the same record: nothing", base, record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db}), noLegacyHash, decision{}},
-		{"another digest key: a new baseline, no roll", record(otherKey, base.Sources), base, noLegacyHash, decision{write: true, keyChanged: true}},
+		{"first sight: a baseline, no roll", nil, base, noLegacyHash, false, outcome{Write: true, Record: base.Sources}},
+		{"first sight with a current legacy hash: a baseline", nil, base, legacyHashCurrent, false, outcome{Write: true, Record: base.Sources}},
+		{"first sight with a stale legacy hash: one roll", nil, base, legacyHashStale, false, outcome{Write: true, Roll: true, Upgrade: true, Record: base.Sources}},
+		{"the same record: nothing", base, record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db}), noLegacyHash, false, outcome{}},
+		{"another digest key: a new baseline, no roll", record(otherKey, base.Sources), base, noLegacyHash, false, outcome{Write: true, KeyChanged: true, Record: base.Sources}},
 		{"a key changed", base,
-			record(key, map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9", "TIMEOUT": "d2"}, "Secret/db": db}), noLegacyHash,
-			decision{write: true, roll: true, changes: []string{"ConfigMap app: LOG_LEVEL changed"}}},
+			record(key, map[string]map[string]string{"ConfigMap/app": app9, "Secret/db": db}), noLegacyHash, false,
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: LOG_LEVEL changed"}, Record: sources(map[string]map[string]string{"ConfigMap/app": app9, "Secret/db": db})}},
 		{"keys changed, added and removed in two sources", base,
-			record(key, map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9", "NEW": "d3"}, "Secret/db": {"password": "s2"}}), noLegacyHash,
-			decision{write: true, roll: true, changes: []string{"ConfigMap app: LOG_LEVEL changed, NEW added, TIMEOUT removed", "Secret db: password changed"}}},
-		{"a source missing now: nothing, the record untouched", base,
-			record(key, map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9"}, "Secret/db": nil}), noLegacyHash,
-			decision{blocked: true}},
+			record(key, map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9", "NEW": "d3"}, "Secret/db": {"password": "s2"}}), noLegacyHash, false,
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: LOG_LEVEL changed, NEW added, TIMEOUT removed", "Secret db: password changed"},
+				Record: map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9", "NEW": "d3"}, "Secret/db": {"password": "s2"}}}},
+		{"a source deleted: no roll, nothing written, its digests kept", base,
+			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}), noLegacyHash, false,
+			outcome{Deleted: []string{"Secret/db"}}},
+		{"a source deleted while another changed: the change rolls, the deleted one keeps its digests", base,
+			record(key, map[string]map[string]string{"ConfigMap/app": app9, "Secret/db": nil}), noLegacyHash, false,
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: LOG_LEVEL changed"}, Deleted: []string{"Secret/db"},
+				Record: map[string]map[string]string{"ConfigMap/app": app9, "Secret/db": db}}},
+		{"a source deleted, --reload-on-delete: one roll, recorded as missing", base,
+			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}), noLegacyHash, true,
+			outcome{Write: true, Roll: true, Changes: []string{"Secret db: deleted"}, Record: map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}}},
 		{"a source missing before and now: other changes roll",
 			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}),
-			record(key, map[string]map[string]string{"ConfigMap/app": {"LOG_LEVEL": "d9", "TIMEOUT": "d2"}, "Secret/db": nil}), noLegacyHash,
-			decision{write: true, roll: true, changes: []string{"ConfigMap app: LOG_LEVEL changed"}}},
+			record(key, map[string]map[string]string{"ConfigMap/app": app9, "Secret/db": nil}), noLegacyHash, false,
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: LOG_LEVEL changed"}, Record: map[string]map[string]string{"ConfigMap/app": app9, "Secret/db": nil}}},
 		{"a source missing before exists now: one roll",
-			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}), base, noLegacyHash,
-			decision{write: true, roll: true, changes: []string{"Secret db: created"}}},
-		{"a source tracked anew: recorded, no roll", record(key, map[string]map[string]string{"ConfigMap/app": app}), base, noLegacyHash,
-			decision{write: true}},
+			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}), base, noLegacyHash, false,
+			outcome{Write: true, Roll: true, Changes: []string{"Secret db: created"}, Record: base.Sources}},
+		{"a source tracked anew: recorded, no roll", record(key, map[string]map[string]string{"ConfigMap/app": app}), base, noLegacyHash, false,
+			outcome{Write: true, Record: base.Sources}},
 		{"a source tracked anew and missing: recorded as missing, no roll", base,
-			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db, "ConfigMap/later": nil}), noLegacyHash,
-			decision{write: true}},
-		{"a source no longer tracked: dropped, no roll", base, record(key, map[string]map[string]string{"ConfigMap/app": app}), noLegacyHash,
-			decision{write: true}},
+			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db, "ConfigMap/later": nil}), noLegacyHash, false,
+			outcome{Write: true, Record: map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db, "ConfigMap/later": nil}}},
+		{"a source no longer tracked: dropped, no roll", base, record(key, map[string]map[string]string{"ConfigMap/app": app}), noLegacyHash, false,
+			outcome{Write: true, Record: map[string]map[string]string{"ConfigMap/app": app}}},
 		{"a whole-source digest changed", record(key, map[string]map[string]string{"ConfigMap/big": {wholeSource: "a"}}),
-			record(key, map[string]map[string]string{"ConfigMap/big": {wholeSource: "b"}}), noLegacyHash,
-			decision{write: true, roll: true, changes: []string{"ConfigMap big: data changed"}}},
+			record(key, map[string]map[string]string{"ConfigMap/big": {wholeSource: "b"}}), noLegacyHash, false,
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap big: data changed"}, Record: map[string]map[string]string{"ConfigMap/big": {wholeSource: "b"}}}},
 		{"a source grew past the key limit with the same keys' values: counted as a change",
 			record(key, map[string]map[string]string{"ConfigMap/big": {"a": "1"}}),
-			record(key, map[string]map[string]string{"ConfigMap/big": {wholeSource: "b"}}), noLegacyHash,
-			decision{write: true, roll: true, changes: []string{"ConfigMap big: data changed"}}},
+			record(key, map[string]map[string]string{"ConfigMap/big": {wholeSource: "b"}}), noLegacyHash, false,
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap big: data changed"}, Record: map[string]map[string]string{"ConfigMap/big": {wholeSource: "b"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := decide(tc.recorded, tc.observed, tc.legacy)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(decision{})); diff != "" {
+			got := outcomeOf(decide(tc.recorded, tc.observed, tc.legacy, tc.reloadOnDelete))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

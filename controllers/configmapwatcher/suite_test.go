@@ -37,10 +37,12 @@ func TestMain(m *testing.M) {
 
 const timeout = 20 * time.Second
 
-// controllerNames are the group's controllers, one per workload kind.
+// controllerNames are the group's controllers, one per workload kind, but for the Rollouts',
+// which is idle without the Rollout CRD (its tests wait for what they need themselves).
 var controllerNames = []string{
 	configmapwatcher.Deployments.ControllerName, configmapwatcher.StatefulSets.ControllerName,
 	configmapwatcher.DaemonSets.ControllerName, configmapwatcher.CronJobs.ControllerName,
+	configmapwatcher.Jobs.ControllerName,
 }
 
 // workloadKind is one workload kind under test: how to make one and where it keeps its Pod

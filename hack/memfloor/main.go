@@ -1,7 +1,8 @@
 // Command memfloor is the floor that BenchmarkMemoryAndLatency (controllers/configmapwatcher)
 // compares the manager's memory to: a controller-runtime manager that caches what the
-// configmapwatcher caches (Deployments, StatefulSets, DaemonSets and CronJobs; ConfigMaps and
-// Secrets are watched, not cached) and does nothing else: no controller, no watch, no metrics,
+// configmapwatcher caches (Deployments, StatefulSets, DaemonSets, CronJobs and Jobs; Argo
+// Rollouts only where their CRD is installed, and ConfigMaps and Secrets are watched, not
+// cached) and does nothing else: no controller, no watch, no metrics,
 // no probes. It prints "synced" once its cache has synced and runs until SIGTERM or SIGINT.
 //
 //	go run ./hack/memfloor --kubeconfig=PATH
@@ -42,7 +43,7 @@ func run() error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &batchv1.CronJob{}} {
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &batchv1.CronJob{}, &batchv1.Job{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("creating the %T informer: %w", obj, err)
 		}

@@ -12,6 +12,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // SourceKind is a kind of object a Pod takes configuration from.
@@ -145,8 +148,15 @@ func ConfigMaps(spec *corev1.PodSpec) []string {
 	return names
 }
 
-// PodTemplate returns the Pod template of a workload: a Deployment's, StatefulSet's or
-// DaemonSet's, or a CronJob's job template's; nil for any other object.
+// RolloutKind is Argo Rollouts' Rollout, which the configmapwatcher reads and writes as
+// unstructured objects: Switchboard does not depend on Argo Rollouts' Go module.
+var RolloutKind = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Rollout"}
+
+// PodTemplate returns the Pod template of a workload: a Deployment's, StatefulSet's, DaemonSet's
+// or Job's, a CronJob's job template's, or an Argo Rollout's spec.template; nil for any other
+// object. For every kind but the Rollout it points into the object. A Rollout is unstructured,
+// so its template is decoded into a copy (SetRolloutTemplate writes one back); a Rollout whose
+// template cannot be decoded has an empty one.
 func PodTemplate(obj any) *corev1.PodTemplateSpec {
 	switch w := obj.(type) {
 	case *appsv1.Deployment:
@@ -157,8 +167,35 @@ func PodTemplate(obj any) *corev1.PodTemplateSpec {
 		return &w.Spec.Template
 	case *batchv1.CronJob:
 		return &w.Spec.JobTemplate.Spec.Template
+	case *batchv1.Job:
+		return &w.Spec.Template
+	case *unstructured.Unstructured:
+		if w.GroupVersionKind() != RolloutKind {
+			return nil
+		}
+		template := &corev1.PodTemplateSpec{}
+		if raw, found, err := unstructured.NestedMap(w.Object, "spec", "template"); err == nil && found {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, template); err != nil {
+				return &corev1.PodTemplateSpec{}
+			}
+		}
+		return template
 	}
 	return nil
+}
+
+// SetRolloutTemplate writes template into a Rollout's spec.template.
+func SetRolloutTemplate(rollout *unstructured.Unstructured, template *corev1.PodTemplateSpec) error {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(template)
+	if err != nil {
+		return err
+	}
+	// The converter writes an empty creationTimestamp as null, which the Rollout's schema
+	// does not take.
+	if metadata, ok := raw["metadata"].(map[string]any); ok {
+		delete(metadata, "creationTimestamp")
+	}
+	return unstructured.SetNestedMap(rollout.Object, raw, "spec", "template")
 }
 
 // ReferencesOnly returns a Pod spec that keeps of spec only what References reads: the names

@@ -20,7 +20,21 @@ import (
 type Selection struct {
 	// reloader: Reloader's annotations are honoured, on the workload and on the source.
 	reloader bool
-	policies map[SourceKind]*policy
+	// viaReloader: something the workload rolls on comes from Reloader's annotations or from
+	// --auto-reload-all, so Reloader's behaviour is what its owner expects (see ViaReloader).
+	viaReloader bool
+	policies    map[SourceKind]*policy
+}
+
+// Reading says how Select reads a workload's annotations.
+type Reading struct {
+	// Reloader: honour Stakater Reloader's annotations as well as ours.
+	Reloader bool
+	// AutoReloadAll is Reloader's --auto-reload-all: a workload that says nothing rolls on every
+	// ConfigMap and Secret its Pod template references. It opts out with our annotation
+	// "false", or with Reloader's auto annotation (or that of one kind) set to anything but a
+	// true value ("false"), read where Reloader reads it.
+	AutoReloadAll bool
 }
 
 // policy is what a workload asked for one kind of source.
@@ -54,8 +68,9 @@ var reloaderKeys = map[SourceKind]struct{ reload, auto, exclude string }{
 }
 
 // Select reads what a workload asked to be rolled on from its annotations and its Pod
-// template's, with Reloader's annotations when reloader is true. It returns what it could read
-// and, when an annotation cannot be read, an error that names it.
+// template's, as r says. It returns what it could read and, when an annotation or one of its
+// entries cannot be read, an error that names each: the entries it could read count all the
+// same.
 //
 // Our annotation (v1alpha1.ReloadAnnotation) is read on the workload: "true" for every
 // referenced ConfigMap and Secret, else a list of names. Reloader's are read as Reloader reads
@@ -64,18 +79,23 @@ var reloaderKeys = map[SourceKind]struct{ reload, auto, exclude string }{
 // the workload. Auto values are read with strconv.ParseBool (anything else is false), search
 // must be "true". A reload entry that is a valid object name is that name, literally (a dot in
 // it is not a wildcard); any other entry is an anchored regular expression.
-func Select(annotations, templateAnnotations map[string]string, reloader bool) (Selection, error) {
-	s := Selection{reloader: reloader, policies: map[SourceKind]*policy{}}
+func Select(annotations, templateAnnotations map[string]string, r Reading) (Selection, error) {
+	s := Selection{reloader: r.Reloader, policies: map[SourceKind]*policy{}}
 	for _, kind := range SourceKinds {
 		s.policies[kind] = &policy{names: map[string]bool{}, excluded: map[string]bool{}}
 	}
 	var errs []error
-	if value, ok := annotations[v1alpha1.ReloadAnnotation]; ok {
-		errs = append(errs, s.readOurs(value))
+	ours, hasOurs := annotations[v1alpha1.ReloadAnnotation]
+	optedOut := hasOurs && strings.TrimSpace(ours) == "false"
+	if hasOurs && !optedOut {
+		errs = append(errs, s.readOurs(ours))
 	}
-	if reloader {
-		for _, kind := range SourceKinds {
-			errs = append(errs, s.readReloader(kind, annotations, templateAnnotations))
+	for _, kind := range SourceKinds {
+		if r.Reloader {
+			errs = append(errs, s.readReloader(kind, annotations, templateAnnotations, r.AutoReloadAll && !optedOut))
+		} else if r.AutoReloadAll && !optedOut {
+			s.policies[kind].referenced = true
+			s.viaReloader = true
 		}
 	}
 	return s, errors.Join(errs...)
@@ -119,8 +139,9 @@ func (s Selection) readOurs(value string) error {
 	return nil
 }
 
-// readReloader reads Reloader's annotations for kind.
-func (s Selection) readReloader(kind SourceKind, annotations, templateAnnotations map[string]string) error {
+// readReloader reads Reloader's annotations for kind; autoReloadAll is Reloader's flag, for a
+// workload that did not opt out with our annotation.
+func (s *Selection) readReloader(kind SourceKind, annotations, templateAnnotations map[string]string, autoReloadAll bool) error {
 	keys := reloaderKeys[kind]
 	p := s.policies[kind]
 	for _, name := range splitList(annotations[keys.exclude]) {
@@ -130,14 +151,20 @@ func (s Selection) readReloader(kind SourceKind, annotations, templateAnnotation
 	if !hasAny(annotations, keys.reload, v1alpha1.ReloaderAutoAnnotation, keys.auto, v1alpha1.ReloaderSearchAnnotation) {
 		from, where = templateAnnotations, "the Pod template"
 	}
-	if isTrue(from[v1alpha1.ReloaderAutoAnnotation]) || isTrue(from[keys.auto]) {
+	// As Reloader: either auto annotation true, or --auto-reload-all when neither says anything
+	// (so "false", or any value but a true one, opts out).
+	auto, typedAuto := from[v1alpha1.ReloaderAutoAnnotation], from[keys.auto]
+	if isTrue(auto) || isTrue(typedAuto) || autoReloadAll && auto == "" && typedAuto == "" {
 		p.referenced = true
+		s.viaReloader = true
 	}
 	if from[v1alpha1.ReloaderSearchAnnotation] == "true" {
 		p.search = true
+		s.viaReloader = true
 	}
 	var errs []error
 	for _, entry := range splitList(from[keys.reload]) {
+		s.viaReloader = true
 		if len(validation.IsDNS1123Subdomain(entry)) == 0 {
 			p.names[entry] = true
 			continue
@@ -179,6 +206,11 @@ func splitList(value string) []string {
 	}
 	return out
 }
+
+// ViaReloader says whether something the workload rolls on comes from Reloader's annotations
+// or from --auto-reload-all: where Reloader behaves otherwise than we do by default (a CronJob
+// runs a Job at once), its behaviour is what the workload's owner relies on.
+func (s Selection) ViaReloader() bool { return s.viaReloader }
 
 // OptedIn says whether the workload asked to be rolled on anything at all.
 func (s Selection) OptedIn() bool {

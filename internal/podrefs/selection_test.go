@@ -74,8 +74,12 @@ func TestSelect(t *testing.T) {
 		annotations map[string]string
 		template    map[string]string
 		noReloader  bool
-		want        []string
-		wantErr     []string // substrings of the error
+		// autoReloadAll is Reloader's --auto-reload-all.
+		autoReloadAll bool
+		want          []string
+		wantErr       []string // substrings of the error
+		// viaReloader is what ViaReloader says.
+		viaReloader bool
 	}{
 		{name: "nothing", want: nil},
 		{name: "ours true: every referenced source, but not one Reloader's ignore marks",
@@ -93,43 +97,60 @@ func TestSelect(t *testing.T) {
 			wantErr:     []string{v1alpha1.ReloadAnnotation, `"pod/x" is not NAME, secret/NAME or configmap/NAME`, `"Bad_Name" is not a ConfigMap name`, `"secret/" is not a Secret name`}},
 		{name: "ours is not read on the Pod template", template: map[string]string{v1alpha1.ReloadAnnotation: "true"}, want: nil},
 		{name: "Reloader auto", annotations: map[string]string{v1alpha1.ReloaderAutoAnnotation: "True"},
-			want: append(append([]string{}, allConfigMaps...), allSecrets...)},
+			want: append(append([]string{}, allConfigMaps...), allSecrets...), viaReloader: true},
 		{name: "Reloader auto false", annotations: map[string]string{v1alpha1.ReloaderAutoAnnotation: "false"}, want: nil},
 		{name: "Reloader auto not a bool is false, as Reloader reads it", annotations: map[string]string{v1alpha1.ReloaderAutoAnnotation: "yes"}, want: nil},
 		{name: "Reloader off: auto is not read", annotations: map[string]string{v1alpha1.ReloaderAutoAnnotation: "true"}, noReloader: true, want: nil},
-		{name: "typed auto: Secrets only", annotations: map[string]string{v1alpha1.ReloaderSecretAutoAnnotation: "1"}, want: allSecrets},
-		{name: "typed auto: ConfigMaps only", annotations: map[string]string{v1alpha1.ReloaderConfigMapAutoAnnotation: "t"}, want: allConfigMaps},
+		{name: "typed auto: Secrets only", annotations: map[string]string{v1alpha1.ReloaderSecretAutoAnnotation: "1"}, want: allSecrets, viaReloader: true},
+		{name: "typed auto: ConfigMaps only", annotations: map[string]string{v1alpha1.ReloaderConfigMapAutoAnnotation: "t"}, want: allConfigMaps, viaReloader: true},
+		{name: "auto-reload-all: every referenced source of a workload that says nothing", autoReloadAll: true,
+			want: append(append([]string{}, allConfigMaps...), allSecrets...), viaReloader: true},
+		{name: "auto-reload-all, Reloader off: the same", autoReloadAll: true, noReloader: true,
+			want: append(append([]string{}, allConfigMaps[:3]...), append([]string{"ConfigMap/projected", "ConfigMap/volume"}, allSecrets...)...), viaReloader: true},
+		{name: "auto-reload-all: auto false opts out", autoReloadAll: true,
+			annotations: map[string]string{v1alpha1.ReloaderAutoAnnotation: "false"}, want: nil},
+		{name: "auto-reload-all: auto false on the Pod template opts out", autoReloadAll: true,
+			template: map[string]string{v1alpha1.ReloaderAutoAnnotation: "false"}, want: nil},
+		{name: "auto-reload-all: typed auto false opts that kind out", autoReloadAll: true,
+			annotations: map[string]string{v1alpha1.ReloaderConfigMapAutoAnnotation: "false"}, want: allSecrets, viaReloader: true},
+		{name: "auto-reload-all: ours false opts out, Reloader's names still count", autoReloadAll: true,
+			annotations: map[string]string{v1alpha1.ReloadAnnotation: "false", v1alpha1.ReloaderSecretReloadAnnotation: "db"}, want: []string{"Secret/db"}, viaReloader: true},
+		{name: "auto-reload-all, Reloader off: ours false opts out", autoReloadAll: true, noReloader: true,
+			annotations: map[string]string{v1alpha1.ReloadAnnotation: "false"}, want: nil},
+		{name: "auto-reload-all with a list of ours: the list and every referenced source", autoReloadAll: true,
+			annotations: map[string]string{v1alpha1.ReloadAnnotation: "unreferenced"},
+			want:        append([]string{"ConfigMap/envfrom", "ConfigMap/init-envfrom", "ConfigMap/keyref", "ConfigMap/unreferenced", "ConfigMap/volume"}, allSecrets...), viaReloader: true},
 		{name: "Reloader reload: names, referenced or not",
 			annotations: map[string]string{v1alpha1.ReloaderConfigMapReloadAnnotation: "unreferenced, volume", v1alpha1.ReloaderSecretReloadAnnotation: "db"},
-			want:        []string{"ConfigMap/unreferenced", "ConfigMap/volume", "Secret/db"}},
+			want:        []string{"ConfigMap/unreferenced", "ConfigMap/volume", "Secret/db"}, viaReloader: true},
 		{name: "Reloader reload: a valid name is literal, a pattern matches every name of the namespace, anchored",
 			annotations: map[string]string{v1alpha1.ReloaderConfigMapReloadAnnotation: "app.config,app-[0-9]+,pp"},
-			want:        []string{"ConfigMap/app.config", "ConfigMap/pp", "ConfigMap/app-1", "ConfigMap/app-2"}},
+			want:        []string{"ConfigMap/app.config", "ConfigMap/pp", "ConfigMap/app-1", "ConfigMap/app-2"}, viaReloader: true},
 		{name: "Reloader reload: an invalid pattern names the annotation and where it was read",
 			template: map[string]string{v1alpha1.ReloaderSecretReloadAnnotation: "db,[", v1alpha1.ReloaderConfigMapReloadAnnotation: "volume"},
 			want:     []string{"ConfigMap/volume", "Secret/db"},
-			wantErr:  []string{v1alpha1.ReloaderSecretReloadAnnotation + " on the Pod template", `"[" is not a regular expression`}},
+			wantErr:  []string{v1alpha1.ReloaderSecretReloadAnnotation + " on the Pod template", `"[" is not a regular expression`}, viaReloader: true},
 		{name: "Reloader annotations on the Pod template when none on the workload",
 			template: map[string]string{v1alpha1.ReloaderAutoAnnotation: "true"},
-			want:     append(append([]string{}, allConfigMaps...), allSecrets...)},
+			want:     append(append([]string{}, allConfigMaps...), allSecrets...), viaReloader: true},
 		{name: "per kind: a ConfigMap annotation on the workload leaves Secrets to the Pod template's",
 			annotations: map[string]string{v1alpha1.ReloaderConfigMapReloadAnnotation: "volume"},
 			template:    map[string]string{v1alpha1.ReloaderAutoAnnotation: "true"},
-			want:        append([]string{"ConfigMap/volume"}, allSecrets...)},
+			want:        append([]string{"ConfigMap/volume"}, allSecrets...), viaReloader: true},
 		{name: "search: referenced sources that carry match",
 			annotations: map[string]string{v1alpha1.ReloaderSearchAnnotation: "true"},
-			want:        []string{"ConfigMap/keyref", "Secret/secret-envfrom"}},
+			want:        []string{"ConfigMap/keyref", "Secret/secret-envfrom"}, viaReloader: true},
 		{name: "exclude, on the workload only",
 			annotations: map[string]string{v1alpha1.ReloaderAutoAnnotation: "true",
 				v1alpha1.ReloaderConfigMapExcludeAnnotation: "volume, keyref", v1alpha1.ReloaderSecretExcludeAnnotation: "tls"},
-			want: []string{"ConfigMap/envfrom", "ConfigMap/init-envfrom", "Secret/projected-secret", "Secret/secret-envfrom", "Secret/sidecar-secret"}},
+			want: []string{"ConfigMap/envfrom", "ConfigMap/init-envfrom", "Secret/projected-secret", "Secret/secret-envfrom", "Secret/sidecar-secret"}, viaReloader: true},
 		{name: "exclude on the Pod template is not read",
 			annotations: map[string]string{v1alpha1.ReloaderSecretAutoAnnotation: "true"},
 			template:    map[string]string{v1alpha1.ReloaderSecretExcludeAnnotation: "tls"},
-			want:        allSecrets},
+			want:        allSecrets, viaReloader: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Select(tc.annotations, tc.template, !tc.noReloader)
+			s, err := Select(tc.annotations, tc.template, Reading{Reloader: !tc.noReloader, AutoReloadAll: tc.autoReloadAll})
 			if len(tc.wantErr) == 0 && err != nil {
 				t.Fatalf("Select: %v", err)
 			}
@@ -145,6 +166,9 @@ func TestSelect(t *testing.T) {
 			if s.OptedIn() != (len(tc.want) > 0) {
 				t.Errorf("OptedIn() = %v with %d tracked sources", s.OptedIn(), len(tc.want))
 			}
+			if s.ViaReloader() != tc.viaReloader {
+				t.Errorf("ViaReloader() = %v, want %v", s.ViaReloader(), tc.viaReloader)
+			}
 		})
 	}
 }
@@ -152,7 +176,7 @@ func TestSelect(t *testing.T) {
 // TestTracksMissingSources: a source that does not exist counts when it would with Reloader's
 // match and without its ignore, so that its creation is noticed.
 func TestTracksMissingSources(t *testing.T) {
-	s, err := Select(map[string]string{v1alpha1.ReloaderSearchAnnotation: "true"}, nil, true)
+	s, err := Select(map[string]string{v1alpha1.ReloaderSearchAnnotation: "true"}, nil, Reading{Reloader: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +208,7 @@ func TestIndexValues(t *testing.T) {
 			[]string{"ConfigMap/*", "ConfigMap/volume"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Select(tc.annotations, nil, true)
+			s, err := Select(tc.annotations, nil, Reading{Reloader: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -171,8 +171,21 @@ func zapLevel() zapcore.Level {
 type Manager struct {
 	ctrl.Manager
 	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
+	// done is closed once the manager has returned, with err.
+	done chan struct{}
+	err  error
+	once sync.Once
+}
+
+// Err returns the error the manager stopped with of itself, or nil while it runs (and once it
+// stopped without one).
+func (m *Manager) Err() error {
+	select {
+	case <-m.done:
+		return m.err
+	default:
+		return nil
+	}
 }
 
 // StartManager parses args with the manager's own flags (as main.go does), wires a manager
@@ -214,6 +227,13 @@ func (e *Env) StartReplica(t testing.TB, r Replica, args ...string) *Manager {
 		t.Fatalf("resolving manager flags %v: %v", args, err)
 	}
 	opts.LeaderElectionIdentity = r.Identity
+	logger := r.Logger
+	if logger.GetSink() == nil {
+		logger = ctrl.Log
+	}
+	if selection, err = opts.Prepare(context.Background(), e.Config, selection, logger.WithName("setup")); err != nil {
+		t.Fatalf("preparing controllers: %v", err)
+	}
 	mgrOpts := opts.ManagerOptions(controllers.NewScheme(), selection)
 	// Tests start one manager after another in one process; controller names need only be
 	// unique within a manager.
@@ -245,8 +265,11 @@ func (e *Env) StartReplica(t testing.TB, r Replica, args ...string) *Manager {
 		cancel()
 		t.Fatal(err)
 	}
-	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
-	go func() { m.done <- mgr.Start(ctx) }()
+	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		m.err = mgr.Start(ctx)
+		close(m.done)
+	}()
 	t.Cleanup(m.Stop)
 	return m
 }
@@ -256,9 +279,9 @@ func (m *Manager) Stop() {
 	m.once.Do(func() {
 		m.cancel()
 		select {
-		case err := <-m.done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				fmt.Fprintln(os.Stderr, "manager stopped with an error:", err)
+		case <-m.done:
+			if m.err != nil && !errors.Is(m.err, context.Canceled) {
+				fmt.Fprintln(os.Stderr, "manager stopped with an error:", m.err)
 			}
 		case <-time.After(30 * time.Second):
 			fmt.Fprintln(os.Stderr, "manager did not stop within 30s")

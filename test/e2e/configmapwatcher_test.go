@@ -256,3 +256,122 @@ func logsTrace(t *testing.T, m *testenv.Process, ns, name string) string {
 	}
 	return stdout.String()
 }
+
+// TestConfigMapWatcherJobs runs the configmapwatcher overlay's manager as its ServiceAccount on
+// a cluster where kube-controller-manager runs Jobs and kwok their Pods: an opted-in Job runs
+// to completion and is recorded; when its ConfigMap changes it is deleted and created again
+// under its name, and kube-controller-manager runs the new one's Pod (the old one's goes with
+// it); a CronJob with app.example.com/run-job-on-change runs a Job at once, whose Pod runs.
+func TestConfigMapWatcherJobs(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	args := c.deploy(t, "overlays/configmapwatcher")
+	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	m := startManager(t, kubeconfig, args)
+	eventually(t, 90*time.Second, readyCheck(m))
+	ns := testenv.Namespace(t, c.admin, "e2e-jobs-")
+
+	if err := c.admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}, Data: map[string]string{"LOG_LEVEL": "info"}}); err != nil {
+		t.Fatal(err)
+	}
+	spec := podSpecUsing("app", "absent")
+	spec.Containers[0].EnvFrom = spec.Containers[0].EnvFrom[:1]
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "migrate", Annotations: map[string]string{v1alpha1.ReloadAnnotation: "true"}},
+		Spec:       batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: spec}},
+	}
+	cronJob := &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "report", Annotations: map[string]string{
+			v1alpha1.ReloadAnnotation: "true", v1alpha1.RunJobOnChangeAnnotation: "true"}},
+		Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *", JobTemplate: batchv1.JobTemplateSpec{
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: spec}}}},
+	}
+	for _, obj := range []client.Object{job, cronJob} {
+		if err := c.admin.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := waitJobPod(t, c, ns, "migrate", "")
+	eventually(t, 60*time.Second, func() error {
+		for _, obj := range []client.Object{job, cronJob} {
+			if err := c.admin.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+			if obj.GetAnnotations()[v1alpha1.ConfigStateAnnotation] == "" {
+				return fmt.Errorf("%T %s not recorded yet", obj, obj.GetName())
+			}
+		}
+		return nil
+	})
+
+	cm := &corev1.ConfigMap{}
+	if err := c.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"LOG_LEVEL": "debug"}
+	if err := c.admin.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	second := waitJobPod(t, c, ns, "migrate", first)
+	waitRollEvent(t, c, ns, "migrate", "Recreated Job migrate: ConfigMap app: LOG_LEVEL changed")
+	eventually(t, 60*time.Second, func() error {
+		var pods corev1.PodList
+		if err := c.admin.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: "migrate"}); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if owner := metav1.GetControllerOf(&p); owner != nil && owner.UID != second && p.DeletionTimestamp == nil {
+				return fmt.Errorf("Pod %s of the old Job is still there", p.Name)
+			}
+		}
+		return nil
+	})
+
+	// The CronJob's Job, run at once from the new job template: its Pod runs.
+	var ran string
+	eventually(t, 60*time.Second, func() error {
+		var jobs batchv1.JobList
+		if err := c.admin.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, j := range jobs.Items {
+			if owner := metav1.GetControllerOf(&j); owner != nil && owner.Kind == "CronJob" && owner.Name == "report" {
+				ran = j.Name
+				return nil
+			}
+		}
+		return fmt.Errorf("no Job of CronJob report yet")
+	})
+	waitJobPod(t, c, ns, ran, "")
+	waitRollEvent(t, c, ns, "report", "ran Job "+ran+" at once")
+}
+
+// waitJobPod waits until the Job ns/name, other than the one of UID not, has a Pod that ran to
+// completion, and returns the Job's UID.
+func waitJobPod(t *testing.T, c *testCluster, ns, name string, not types.UID) types.UID {
+	t.Helper()
+	ctx := context.Background()
+	var uid types.UID
+	eventually(t, 3*time.Minute, func() error {
+		j := &batchv1.Job{}
+		if err := c.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, j); err != nil {
+			return err
+		}
+		if j.UID == not {
+			return fmt.Errorf("Job %s not re-created yet", name)
+		}
+		uid = j.UID
+		var pods corev1.PodList
+		if err := c.admin.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.ControllerUidLabel: string(j.UID)}); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodRunning {
+				return nil
+			}
+		}
+		return fmt.Errorf("Job %s (%s): no Pod running or done among %d", name, j.UID, len(pods.Items))
+	})
+	return uid
+}

@@ -1,0 +1,176 @@
+package configmapwatcher
+
+import (
+	"flag"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/podrefs"
+)
+
+// parse binds a new Options to a flag set, parses args and validates them.
+func parse(t *testing.T, args ...string) (*Options, error) {
+	t.Helper()
+	o := NewOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	return o, o.Validate()
+}
+
+// TestOptionsValidate: each bad value names its flag; Reloader's ways of writing a selector
+// and a list are read as Reloader reads them.
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{nil, ""},
+		{[]string{"--namespace-selector=team:a,env:*", "--resource-label-selector=\"reload=yes\""}, ""},
+		{[]string{"--namespace-selector=a b"}, "--namespace-selector"},
+		{[]string{"--resources-to-ignore=ConfigMaps"}, ""},
+		{[]string{"--resources-to-ignore=pods"}, `not "pods"`},
+		{[]string{"--resources-to-ignore=configmaps,secrets"}, "not both"},
+		{[]string{"--resources-to-ignore=configmaps", "--resources-to-ignore=secrets"}, "not both"},
+		{[]string{"--namespaces-to-ignore=kube-system,Bad_NS"}, `"Bad_NS" is not a namespace name`},
+		{[]string{"--webhook-url=ftp://x"}, "--webhook-url must be an http or https URL"},
+		{[]string{"--webhook-only"}, "--webhook-only needs --webhook-url"},
+		{[]string{"--webhook-url=https://h.example/x", "--webhook-format=teams"}, "--webhook-format"},
+		{[]string{"--max-rollouts-per-minute=-1"}, "--max-rollouts-per-minute"},
+		{[]string{"--ignored-workload-types=jobs,cronjobs"}, ""},
+		{[]string{"--ignored-workload-types=pods"}, "--ignored-workload-types"},
+		{[]string{"--reload-strategy=annotations", "--enable-ha", "--is-Argo-Rollouts=true", "--configmap-annotation", "x.io/reload"}, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := parse(t, tc.args...)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestReloaderSelector: Reloader's key:value and key:* forms, quotes, and plain selectors.
+func TestReloaderSelector(t *testing.T) {
+	for value, want := range map[string]string{
+		"team:a":                   "team=a",
+		"team:a,env:*":             "env,team=a",
+		`"reloader=enabled"`:       "reloader=enabled",
+		"env in (dev,prod),tier=*": "env in (dev,prod),tier",
+		"":                         "<nil>",
+	} {
+		s, err := reloaderSelector("--x", value)
+		if err != nil {
+			t.Errorf("%q: %v", value, err)
+			continue
+		}
+		got := "<nil>"
+		if s != nil {
+			got = s.String()
+		}
+		if got != want {
+			t.Errorf("%q read as %q, want %q", value, got, want)
+		}
+	}
+}
+
+// TestScope: namespaces as the flags select them, with the manager's.
+func TestScope(t *testing.T) {
+	s := Scope{namespaces: []string{"a", "b", "c"}, selectsByLabels: true, ignored: map[string]bool{"c": true}}
+	if got := s.Namespaces(nil); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Namespaces(all) = %v", got)
+	}
+	if got := s.Namespaces([]string{"b", "c", "d"}); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("Namespaces(b,c,d) = %v", got)
+	}
+	if s.Namespace("c") || s.Namespace("d") || !s.Namespace("a") {
+		t.Error("Namespace does not follow the selection and the ignored ones")
+	}
+	if reason := s.Idle([]string{"d"}); reason == "" {
+		t.Error("no namespace selected, yet not idle")
+	}
+	all := Scope{ignored: map[string]bool{"x": true}}
+	if all.Namespaces(nil) != nil || all.NamespaceFieldSelector().String() != "metadata.namespace!=x" {
+		t.Errorf("every namespace but x: %v, %v", all.Namespaces(nil), all.NamespaceFieldSelector())
+	}
+}
+
+// TestRolloutLimiter: at most max rolls in any window; the next waits until the oldest leaves
+// it, and none is counted while it waits.
+func TestRolloutLimiter(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := newRolloutLimiter(2, func() time.Time { return now })
+	for i := range 2 {
+		if wait := l.take(); wait != 0 {
+			t.Fatalf("roll %d waits %s: the first two must start at once", i+1, wait)
+		}
+	}
+	if wait := l.take(); wait != rolloutWindow {
+		t.Errorf("third roll waits %s, want %s", wait, rolloutWindow)
+	}
+	now = now.Add(30 * time.Second)
+	if wait := l.take(); wait != rolloutWindow-30*time.Second {
+		t.Errorf("third roll 30s later waits %s", wait)
+	}
+	now = now.Add(rolloutWindow - 30*time.Second)
+	var waits []time.Duration
+	for range 3 {
+		waits = append(waits, l.take())
+	}
+	if waits[0] != 0 || waits[1] != 0 || waits[2] == 0 {
+		t.Errorf("a window later, waits %v: want two more rolls at once and the third put off", waits)
+	}
+	if newRolloutLimiter(0, time.Now).take() != 0 {
+		t.Error("0 is no limit")
+	}
+}
+
+// TestReportReloaderFlags: Reloader's unsupported flags given a value other than their
+// default, and Reloader's unsupported variables, are logged and counted; the supported ones,
+// and those given Reloader's default, are not.
+func TestReportReloaderFlags(t *testing.T) {
+	o, err := parse(t, "--reload-strategy=env-vars", "--log-format=json", "--configmap-annotation", v1alpha1.ReloaderConfigMapReloadAnnotation,
+		"--secret-annotation", "x.example.com/reload", "--enable-ha", "--auto-reload-all", "--is-Argo-Rollouts=true", "--namespaces=a,b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ALERT_WEBHOOK_URL": "https://hooks.example/secret", "METRICS_COUNT_BY_NAMESPACE": "enabled"}
+	got := o.reportReloaderFlags(logr.Discard(), func(name string) (string, bool) { v, ok := env[name]; return v, ok })
+	want := []string{"--enable-ha", "--namespaces", "--reload-strategy", "--secret-annotation", "ALERT_WEBHOOK_URL"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reported (-want +got):\n%s", diff)
+	}
+	if v := testutil.ToFloat64(reloaderUnsupported.WithLabelValues("flag", "--reload-strategy", "")); v != 1 {
+		t.Errorf("metric of --reload-strategy = %v", v)
+	}
+}
+
+// TestUnsupportedAnnotations: the annotations of Reloader's that are not read.
+func TestUnsupportedAnnotations(t *testing.T) {
+	annotations := map[string]string{
+		v1alpha1.ReloaderAutoAnnotation:                    "true",
+		"secretproviderclass.reloader.stakater.com/reload": "vault",
+		"reloader.stakater.com/last-reloaded-from":         "{}",
+		"reloader.stakater.com/typo":                       "true",
+		"app.example.com/reload":                           "true",
+	}
+	got := unsupportedAnnotations(annotations, podrefs.Reading{Reloader: true})
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"reloader.stakater.com/typo", "secretproviderclass.reloader.stakater.com/reload"}, got); diff != "" {
+		t.Errorf("with Reloader's annotations read (-want +got):\n%s", diff)
+	}
+	got = unsupportedAnnotations(annotations, podrefs.Reading{})
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{v1alpha1.ReloaderAutoAnnotation, "reloader.stakater.com/typo", "secretproviderclass.reloader.stakater.com/reload"}, got); diff != "" {
+		t.Errorf("with --reloader-annotations=false (-want +got):\n%s", diff)
+	}
+}

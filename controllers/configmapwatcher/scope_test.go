@@ -1,0 +1,223 @@
+package configmapwatcher_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/configmapwatcher"
+	"github.com/example/switchboard/internal/testenv"
+)
+
+// TestDeletedSourceHoldsNothingBack: a workload whose Secret is deleted gets a Warning Event
+// and is not rolled, but a change of its ConfigMap meanwhile rolls it; the Secret back with
+// its old data rolls nothing.
+func TestDeletedSourceHoldsNothingBack(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		ctx := context.Background()
+		spec := envFrom("app")
+		spec.Containers[0].EnvFrom = append(spec.Containers[0].EnvFrom, secretEnvFrom("db").Containers[0].EnvFrom...)
+		create(t, configMap(ns, "app", map[string]string{"k": "v1"}), secret(ns, "db", map[string]string{"password": "p1"}),
+			k.workload(ns, "web", "true", spec))
+		before := k.waitRecorded(t, ns, "web")
+		counter := k.countRolls(t, ns)
+
+		if err := env.Client.Delete(ctx, secret(ns, "db", nil)); err != nil {
+			t.Fatal(err)
+		}
+		k.waitEvent(t, ns, "web", v1alpha1.ReasonSecretMissing, "Secret db not found", "changes of the other sources still roll this workload")
+		updateConfigMap(t, ns, "app", map[string]string{"k": "v2"})
+		since := reconcileTotal(t)
+		after := k.waitRolled(t, ns, before, "web")
+		settle(t, since, 0)
+		if diff := cmp.Diff(map[string]int{"web": 1}, counter.take(t, k, ns)); diff != "" {
+			t.Errorf("rolls after the ConfigMap changed while the Secret was deleted (-want +got):\n%s", diff)
+		}
+		k.waitEvent(t, ns, "web", v1alpha1.ReasonConfigChanged, "ConfigMap app: k changed")
+		if !strings.Contains(after["web"].Record, `"Secret/db":{"password":`) {
+			t.Errorf("record %s: the deleted Secret's digests must stay", after["web"].Record)
+		}
+
+		since = reconcileTotal(t)
+		create(t, secret(ns, "db", map[string]string{"password": "p1"}))
+		settle(t, since, 1)
+		if diff := cmp.Diff(after, k.states(t, ns)); diff != "" {
+			t.Errorf("states after the Secret came back with its old data (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestReloadOnDelete: with --reload-on-delete a deleted source rolls its workloads (the
+// Event says so) and its return rolls them again.
+func TestReloadOnDelete(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher", "--reload-on-delete")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		create(t, secret(ns, "db", map[string]string{"password": "p1"}), k.workload(ns, "web", "true", secretEnvFrom("db")))
+		before := k.waitRecorded(t, ns, "web")
+		counter := k.countRolls(t, ns)
+		if err := env.Client.Delete(context.Background(), secret(ns, "db", nil)); err != nil {
+			t.Fatal(err)
+		}
+		since := reconcileTotal(t)
+		after := k.waitRolled(t, ns, before, "web")
+		settle(t, since, 0)
+		k.waitEvent(t, ns, "web", v1alpha1.ReasonConfigChanged, "Secret db: deleted")
+		create(t, secret(ns, "db", map[string]string{"password": "p1"}))
+		since = reconcileTotal(t)
+		k.waitRolled(t, ns, after, "web")
+		settle(t, since, 0)
+		k.waitEvent(t, ns, "web", v1alpha1.ReasonConfigChanged, "Secret db: created")
+		if diff := cmp.Diff(map[string]int{"web": 2}, counter.take(t, k, ns)); diff != "" {
+			t.Errorf("rolls for a deletion and a return (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestAutoReloadAll: with --auto-reload-all, workloads that say nothing are recorded without a
+// roll and roll on the sources they reference; one that opts out with Reloader's auto "false"
+// (or ours "false") is neither recorded nor rolled, one with auto "false" for ConfigMaps only
+// still rolls on its Secret, and one that references nothing is not written.
+func TestAutoReloadAll(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher", "--auto-reload-all")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		spec := envFrom("app")
+		spec.Containers[0].EnvFrom = append(spec.Containers[0].EnvFrom, secretEnvFrom("db").Containers[0].EnvFrom...)
+		optedOut := k.workload(ns, "opted-out", "", spec)
+		optedOut.SetAnnotations(map[string]string{v1alpha1.ReloaderAutoAnnotation: "false"})
+		oursOff := k.workload(ns, "ours-off", "false", spec)
+		secretsOnly := k.workload(ns, "secrets-only", "", spec)
+		secretsOnly.SetAnnotations(map[string]string{v1alpha1.ReloaderConfigMapAutoAnnotation: "false"})
+		create(t, configMap(ns, "app", map[string]string{"k": "v1"}), secret(ns, "db", map[string]string{"k": "v1"}), configMap(ns, "other", map[string]string{"k": "v1"}),
+			k.workload(ns, "plain", "", spec), k.workload(ns, "other", "", envFrom("other")),
+			k.workload(ns, "no-sources", "", corev1.PodSpec{}), optedOut, oursOff, secretsOnly)
+		k.waitRecorded(t, ns, "plain", "other", "secrets-only")
+		settle(t, reconcileTotal(t), 0)
+		before := k.states(t, ns)
+		for _, name := range []string{"no-sources", "opted-out", "ours-off"} {
+			if s := before[name]; s.Record != "" || s.Hash != "" {
+				t.Errorf("%s %s written under --auto-reload-all: %+v", k.name, name, s)
+			}
+		}
+		for name, s := range before {
+			if s.Hash != "" {
+				t.Errorf("%s %s rolled at first sight", k.name, name)
+			}
+		}
+		counter := k.countRolls(t, ns)
+		updateConfigMap(t, ns, "app", map[string]string{"k": "v2"})
+		since := reconcileTotal(t)
+		k.waitRolled(t, ns, before, "plain")
+		settle(t, since, 0)
+		updateSecret(t, ns, "db", map[string]string{"k": "v2"})
+		since = reconcileTotal(t)
+		k.waitRolled(t, ns, before, "secrets-only")
+		settle(t, since, 0)
+		if diff := cmp.Diff(map[string]int{"plain": 2, "secrets-only": 1}, counter.take(t, k, ns)); diff != "" {
+			t.Errorf("rolls (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestScopeFlags: --namespaces-to-ignore leaves a namespace's workloads alone;
+// --resource-label-selector counts only the labelled sources (a change of another rolls
+// nothing and it is not recorded); --resources-to-ignore=secrets leaves Secrets out.
+func TestScopeFlags(t *testing.T) {
+	k := kinds[0]
+	ignored := env.Namespace(t, "cmw-ignored-")
+	ns := env.Namespace(t, "cmw-scope-")
+	labelled := configMap(ns, "labelled", map[string]string{"k": "v1"})
+	labelled.Labels = map[string]string{"reload": "yes"}
+	spec := envFrom("labelled")
+	spec.Containers[0].EnvFrom = append(spec.Containers[0].EnvFrom, envFrom("plain").Containers[0].EnvFrom...)
+	spec.Containers[0].EnvFrom = append(spec.Containers[0].EnvFrom, secretEnvFrom("db").Containers[0].EnvFrom...)
+	create(t, labelled, configMap(ns, "plain", map[string]string{"k": "v1"}), secret(ns, "db", map[string]string{"k": "v1"}),
+		k.workload(ns, "web", "true", spec),
+		configMap(ignored, "labelled", map[string]string{"k": "v1"}), k.workload(ignored, "web", "true", envFrom("labelled")))
+
+	env.StartManager(t, "--controllers=configmapwatcher", "--namespaces-to-ignore="+ignored,
+		"--resource-label-selector=reload:yes", "--resources-to-ignore=secrets")
+	before := k.waitRecorded(t, ns, "web")
+	settle(t, reconcileTotal(t), 0)
+	if s := k.states(t, ignored)["web"]; s.Record != "" {
+		t.Errorf("Deployment of an ignored namespace recorded: %+v", s)
+	}
+	if record := before["web"].Record; !strings.Contains(record, "ConfigMap/labelled") || strings.Contains(record, "ConfigMap/plain") || strings.Contains(record, "Secret/db") {
+		t.Errorf("record %s: want the labelled ConfigMap only", record)
+	}
+	counter := k.countRolls(t, ns)
+	updateConfigMap(t, ns, "plain", map[string]string{"k": "v2"})
+	updateSecret(t, ns, "db", map[string]string{"k": "v2"})
+	updateConfigMap(t, ignored, "labelled", map[string]string{"k": "v2"})
+	since := reconcileTotal(t)
+	time.Sleep(time.Second)
+	settle(t, since, 0)
+	if got := counter.take(t, k, ns); len(got) > 0 {
+		t.Errorf("rolls on sources out of scope: %v", got)
+	}
+	updateConfigMap(t, ns, "labelled", map[string]string{"k": "v2"})
+	since = reconcileTotal(t)
+	k.waitRolled(t, ns, before, "web")
+	settle(t, since, 0)
+	if diff := cmp.Diff(map[string]int{"web": 1}, counter.take(t, k, ns)); diff != "" {
+		t.Errorf("rolls on the labelled ConfigMap (-want +got):\n%s", diff)
+	}
+	if s := k.states(t, ignored)["web"]; s.Record != "" || s.Hash != "" {
+		t.Errorf("Deployment of an ignored namespace written: %+v", s)
+	}
+}
+
+// TestNamespaceSelector: with --namespace-selector only the workloads of the matching
+// namespaces are cached and recorded; when another namespace starts to match, the manager
+// stops with ErrNamespacesChanged, and a new one records that namespace's workloads too.
+func TestNamespaceSelector(t *testing.T) {
+	k := kinds[0]
+	ctx := context.Background()
+	label := "cmw-selector-" + strings.ToLower(t.Name())
+	selected := env.Namespace(t, "cmw-selected-")
+	later := env.Namespace(t, "cmw-later-")
+	setLabel(t, selected, label)
+	for _, ns := range []string{selected, later} {
+		create(t, configMap(ns, "app", map[string]string{"k": "v1"}), k.workload(ns, "web", "true", envFrom("app")))
+	}
+	m := env.StartManager(t, "--controllers=configmapwatcher", "--namespace-selector="+label+":yes")
+	k.waitRecorded(t, selected, "web")
+	settle(t, reconcileTotal(t), 0)
+	if s := k.states(t, later)["web"]; s.Record != "" {
+		t.Errorf("Deployment of a namespace the selector does not match recorded: %+v", s)
+	}
+	var d = k.make(later, "web", corev1.PodSpec{})
+	if err := m.GetCache().Get(ctx, client.ObjectKey{Namespace: later, Name: "web"}, d); err == nil {
+		t.Error("the cache holds a Deployment of a namespace the selector does not match")
+	}
+
+	setLabel(t, later, label)
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if err := m.Err(); !errors.Is(err, configmapwatcher.ErrNamespacesChanged) {
+			return errors.New("the manager has not stopped for the new namespace yet")
+		}
+		return nil
+	})
+	env.StartManager(t, "--controllers=configmapwatcher", "--namespace-selector="+label+"=yes")
+	k.waitRecorded(t, later, "web")
+}
+
+// setLabel labels namespace ns with key=yes.
+func setLabel(t *testing.T, ns, key string) {
+	t.Helper()
+	namespace := &corev1.Namespace{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: ns}, namespace); err != nil {
+		t.Fatal(err)
+	}
+	namespace.Labels = map[string]string{key: "yes"}
+	if err := env.Client.Update(context.Background(), namespace); err != nil {
+		t.Fatal(err)
+	}
+}
