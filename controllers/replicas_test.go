@@ -292,8 +292,8 @@ func waitConverged(t *testing.T, ns string, n int, replicas int32) {
 			if err := env.Client.Get(ctx, key, vs); err != nil {
 				return err
 			}
-			if c := findCondition(vs.Status.Conditions, v1alpha1.ConditionDeploymentFound); c == nil || c.Status != metav1.ConditionTrue {
-				return fmt.Errorf("VerticalScaler %s: DeploymentFound %+v", key.Name, c)
+			if c := findCondition(vs.Status.Conditions, v1alpha1.ConditionTargetFound); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("VerticalScaler %s: TargetFound %+v", key.Name, c)
 			}
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -188,19 +189,16 @@ func Table() []Controller {
 			EnabledByDefault: true,
 			For:              &v1alpha1.VerticalScaler{},
 			ForPredicates:    []predicate.Predicate{predicate.GenerationChangedPredicate{}},
-			Watches: []Watch{
-				{Object: &appsv1.Deployment{}, How: Maps, Map: verticalscaler.VerticalScalersFor,
-					Predicates: []predicate.Predicate{verticalscaler.DeploymentChanged()}},
-			},
-			Indexes: []indexers.Index{indexers.VerticalScalerByDeploymentName},
-			Sources: []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
-			Flags:   scaling,
+			Watches:          verticalScalerWatches(),
+			Indexes:          []indexers.Index{indexers.VerticalScalerByTarget},
+			Sources:          []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
+			Flags:            scaling,
 			Producers: []Producer{{
 				Source: recommender.Source,
 				On:     scaling.ReadsUsage,
 				New: func(mgr ctrl.Manager, _ *Options) (sources.Run, error) {
-					// Pods and PodMetrics are read per targeted Deployment, uncached: caching
-					// every Pod of the cluster would cost far more memory than the reads.
+					// Pods and PodMetrics are read per target, uncached: caching every Pod of
+					// the cluster would cost far more memory than the reads.
 					usage, err := recommender.NewUsageReader(scaling.UsageSource, mgr.GetAPIReader())
 					if err != nil {
 						return nil, err
@@ -211,16 +209,21 @@ func Table() []Controller {
 					// Checkpoints are read uncached too: each once, after a restart or a leader
 					// change.
 					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetAPIReader(), Usage: usage, Interval: scaling.UsageInterval,
-						Threshold: recommender.Tolerance, Reports: usageReports,
+						Reports:            usageReports,
 						CheckpointInterval: scaling.CheckpointInterval, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
 						FieldManager: verticalscaler.ControllerName, Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}
 					return poller.Run, nil
 				},
 			}},
-			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}},
+			ReadsManagedFieldsOf: verticalscaler.ManagedFieldsKinds(),
+			Trims:                []Trim{{Object: &appsv1.ReplicaSet{}, Transform: verticalscaler.TrimReplicaSet}},
 			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
+				discovery, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+				if err != nil {
+					return nil, fmt.Errorf("creating the discovery client: %w", err)
+				}
 				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports,
-					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}, nil
+					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName), Discovery: discovery}, nil
 			},
 		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of
@@ -230,6 +233,17 @@ func Table() []Controller {
 		configMapWatcherRow(reload, reloadOptions, configmapwatcher.DaemonSets, indexers.DaemonSetBySource),
 		configMapWatcherRow(reload, reloadOptions, configmapwatcher.CronJobs, indexers.CronJobBySource),
 	}
+}
+
+// verticalScalerWatches are the verticalscaler's watches: every workload kind it knows, mapped
+// to the VerticalScalers that name an object through the index of targets.
+func verticalScalerWatches() []Watch {
+	watches := make([]Watch, 0, len(verticalscaler.TemplateKinds))
+	for _, k := range verticalscaler.TemplateKinds {
+		watches = append(watches, Watch{Object: k.New(), How: Maps, Map: verticalscaler.VerticalScalersOf(k),
+			Predicates: []predicate.Predicate{verticalscaler.WorkloadChanged(k)}})
+	}
+	return watches
 }
 
 // configMapWatcherRow is the configmapwatcher's row for the workload kind k: the opted-in

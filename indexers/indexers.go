@@ -37,8 +37,9 @@ func (i Index) String() string {
 // Field keys. They look like field paths so that a reader knows where the value comes from, but
 // they are only names: the API server knows nothing of them.
 const (
-	// VerticalScalerDeploymentNameField indexes VerticalScalers by spec.deploymentName.
-	VerticalScalerDeploymentNameField = "spec.deploymentName"
+	// VerticalScalerTargetField indexes VerticalScalers by the workload they name (spec.targetRef,
+	// or spec.deploymentName), as Kind.group/name: v1alpha1.TargetReference.Key.
+	VerticalScalerTargetField = "spec.targetRef"
 	// WorkloadSourcesField indexes opted-in workloads by the ConfigMaps and Secrets they may
 	// roll on, as "ConfigMap/NAME" and "Secret/NAME", and under "ConfigMap/*" and "Secret/*"
 	// when names of that kind count through a regular expression (see podrefs.Selection).
@@ -47,11 +48,11 @@ const (
 
 // The shared indexes.
 var (
-	// VerticalScalerByDeploymentName finds the VerticalScalers that name a Deployment.
-	VerticalScalerByDeploymentName = Index{
+	// VerticalScalerByTarget finds the VerticalScalers that name a workload.
+	VerticalScalerByTarget = Index{
 		Object:  &v1alpha1.VerticalScaler{},
-		Field:   VerticalScalerDeploymentNameField,
-		Extract: VerticalScalerDeploymentName,
+		Field:   VerticalScalerTargetField,
+		Extract: VerticalScalerTarget,
 	}
 	// DeploymentBySource finds the opted-in Deployments that may roll on a ConfigMap or Secret.
 	DeploymentBySource = Index{Object: &appsv1.Deployment{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
@@ -63,13 +64,17 @@ var (
 	CronJobBySource = Index{Object: &batchv1.CronJob{}, Field: WorkloadSourcesField, Extract: WorkloadSources}
 )
 
-// VerticalScalerDeploymentName returns the Deployment a VerticalScaler names, if any.
-func VerticalScalerDeploymentName(obj client.Object) []string {
+// VerticalScalerTarget returns the key of the workload a VerticalScaler names, if any.
+func VerticalScalerTarget(obj client.Object) []string {
 	vs, ok := obj.(*v1alpha1.VerticalScaler)
-	if !ok || vs.Spec.DeploymentName == "" {
+	if !ok {
 		return nil
 	}
-	return []string{vs.Spec.DeploymentName}
+	target := vs.Spec.Target()
+	if target.Name == "" {
+		return nil
+	}
+	return []string{target.Key()}
 }
 
 // WorkloadSources returns the values a workload (Deployment, StatefulSet, DaemonSet, CronJob)

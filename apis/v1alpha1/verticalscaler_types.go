@@ -34,15 +34,23 @@ const (
 // without a policy of its own.
 const DefaultContainerPolicyName = "*"
 
-// VerticalScalerSpec names a Deployment and says how to size its containers.
+// VerticalScalerSpec names a workload and says how to size its containers.
+// +kubebuilder:validation:XValidation:rule="has(self.deploymentName) != has(self.targetRef)",message="set exactly one of deploymentName and targetRef"
 type VerticalScalerSpec struct {
-	// DeploymentName is the name of a Deployment in the VerticalScaler's namespace. The
-	// VerticalScaler does not own it: deleting the VerticalScaler leaves the Deployment alone.
-	// +required
+	// TargetRef names the workload whose Pods the VerticalScaler sizes, in its namespace: a
+	// Deployment, StatefulSet, DaemonSet or ReplicaSet (apps/v1), a CronJob (batch/v1; its job
+	// template's Pods), or any custom workload whose CRD has a scale subresource with a label
+	// selector. The VerticalScaler does not own it: deleting the VerticalScaler leaves it alone.
+	// Set exactly one of targetRef and deploymentName.
+	// +optional
+	TargetRef *TargetReference `json:"targetRef,omitempty"`
+
+	// DeploymentName is a shorthand for a targetRef of the Deployment (apps/v1) of this name.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a Deployment name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
-	DeploymentName string `json:"deploymentName"`
+	DeploymentName string `json:"deploymentName,omitempty"`
 
 	// UpdateMode is Off (recommend only) or Auto (also apply to the Deployment).
 	// +optional
@@ -63,6 +71,26 @@ type VerticalScalerSpec struct {
 	// Vertical Pod Autoscaler's: 50, 90 and 95, and 15%).
 	// +optional
 	RecommenderPolicy *RecommenderPolicy `json:"recommenderPolicy,omitempty"`
+}
+
+// TargetReference names a workload in the VerticalScaler's namespace, as the Vertical Pod
+// Autoscaler's targetRef does.
+type TargetReference struct {
+	// APIVersion is the workload's group and version, for example apps/v1.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+	// Kind is the workload's kind, for example StatefulSet.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Name is the workload's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // The defaults of RecommenderPolicy, the Vertical Pod Autoscaler recommender's.
@@ -153,16 +181,27 @@ type ControlledResource string
 
 // VerticalScalerStatus is what the verticalscaler controller observed and recommends.
 type VerticalScalerStatus struct {
+	// Target is the workload the status is about, as Kind.group/name (Deployment.apps/web);
+	// set once the workload was found.
+	// +optional
+	Target string `json:"target,omitempty"`
+
+	// TargetSelector selects the target's Pods, as the target says: its spec.selector, the
+	// labels of a CronJob's job template, or the label selector of a custom workload's scale
+	// subresource. Usage is read from the Pods it selects.
+	// +optional
+	TargetSelector *metav1.LabelSelector `json:"targetSelector,omitempty"`
+
 	// Recommendation is the latest recommendation, kept when metrics become unavailable.
 	// +optional
 	Recommendation *Recommendation `json:"recommendation,omitempty"`
 
-	// Applied is "True" when the Deployment carries the recommendation; it feeds a printer column.
+	// Applied is "True" when the target carries the recommendation; it feeds a printer column.
 	// +optional
 	Applied bool `json:"applied,omitempty"`
 
-	// LastAppliedTime is when the recommendation was last written to the Deployment; the next
-	// write waits a minimum interval after it, because every write rolls the Pods.
+	// LastAppliedTime is when the recommendation was last written to the target's Pod template;
+	// the next write waits a minimum interval after it, because every write rolls the Pods.
 	// +optional
 	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
 
@@ -170,7 +209,7 @@ type VerticalScalerStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are DeploymentFound, RecommendationProvided, Applied and Ready.
+	// Conditions are TargetFound, RecommendationProvided, Applied and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -179,9 +218,14 @@ type VerticalScalerStatus struct {
 
 // Recommendation holds one recommendation per container.
 type Recommendation struct {
-	// DeploymentName is the Deployment whose Pods' usage the recommendation comes from. When
-	// spec.deploymentName names another one, the recommendation is dropped rather than applied
-	// to a different workload.
+	// Target is the workload whose Pods' usage the recommendation comes from, as
+	// Kind.group/name. When the spec names another one, the recommendation is dropped rather
+	// than applied to a different workload.
+	// +optional
+	Target string `json:"target,omitempty"`
+
+	// DeploymentName is the Deployment the recommendation comes from, when the target is a
+	// Deployment: what releases before targetRef wrote, and still read when Target is empty.
 	// +optional
 	DeploymentName string `json:"deploymentName,omitempty"`
 
@@ -232,12 +276,12 @@ type ContainerRecommendation struct {
 	LastOOMKillTime *metav1.Time `json:"lastOOMKillTime,omitempty"`
 }
 
-// VerticalScaler keeps the CPU and memory of a Deployment's containers right, from their usage.
+// VerticalScaler keeps the CPU and memory of a workload's containers right, from their usage.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vs
-// +kubebuilder:printcolumn:name="Deployment",type="string",JSONPath=".spec.deploymentName"
+// +kubebuilder:printcolumn:name="Target",type="string",JSONPath=".status.target",description="The workload sized, once found: Kind.group/name"
 // +kubebuilder:printcolumn:name="Mode",type="string",JSONPath=".spec.updateMode"
 // +kubebuilder:printcolumn:name="Recommended",type="string",JSONPath=".status.conditions[?(@.type==\"RecommendationProvided\")].status",description="Whether a recommendation comes from the Pods' usage"
 // +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.recommendation.containerRecommendations[0].target.cpu",description="The first container's recommended CPU request"

@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -19,15 +17,15 @@ import (
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
-// MinApplyInterval is the least time between two writes to one Deployment. With
-// recommender.Tolerance, it keeps the controller from flapping: every write to a Deployment's
-// Pod template rolls its Pods, so the controller writes only when a request is clearly off, and
+// MinApplyInterval is the least time between two writes to one target's Pod template. With
+// recommender.Tolerance, it keeps the controller from flapping: every write to a Pod template
+// rolls the Pods, so the controller writes only when a request is clearly off, and
 // not more often than this.
 const MinApplyInterval = 10 * time.Minute
 
 // appliedMessage is the message of Applied=True, the same after a write and on the passes that
 // find nothing to write, so that those passes leave status alone.
-var appliedMessage = fmt.Sprintf("Every controlled request of the Deployment is within %.0f%% of the recommendation", recommender.Tolerance*100)
+var appliedMessage = fmt.Sprintf("Every controlled request of the Pod template is within %.0f%% of the recommendation", recommender.Tolerance*100)
 
 // applyState is what happened to the recommendation in Auto mode; it becomes the Applied
 // condition.
@@ -38,13 +36,13 @@ type applyState struct {
 	message string
 	// wait is how long until the next write is allowed, when waiting.
 	wait time.Duration
-	// appliedAt is set when this reconcile wrote the Deployment.
+	// appliedAt is set when this reconcile wrote the Pod template.
 	appliedAt time.Time
 }
 
 // offRequests describes each controlled request of the containers that is missing or off its
 // desired value by more than recommender.Tolerance, in the containers' order: the reasons for a
-// write. None means the Deployment carries the recommendation.
+// write. None means the containers carry the recommendation.
 func offRequests(current []corev1.Container, desired map[string]corev1.ResourceRequirements) []string {
 	var off []string
 	for _, c := range current {
@@ -105,10 +103,10 @@ func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.C
 	return out
 }
 
-// desiredDeployment is the apply configuration of the fields the controller owns: the
-// controlled requests and limits of the containers and native sidecars, nothing else. It lists
-// them in the template's order.
-func desiredDeployment(d *appsv1.Deployment, desired map[string]corev1.ResourceRequirements) *appsv1ac.DeploymentApplyConfiguration {
+// desiredTemplate is the apply configuration of the Pod template fields the controller owns:
+// the controlled requests and limits of the containers and native sidecars, nothing else. It
+// lists them in the template's order.
+func desiredTemplate(template *corev1.PodTemplateSpec, desired map[string]corev1.ResourceRequirements) *corev1ac.PodTemplateSpecApplyConfiguration {
 	podSpec := corev1ac.PodSpec()
 	entry := func(c corev1.Container) (*corev1ac.ContainerApplyConfiguration, bool) {
 		res, ok := desired[c.Name]
@@ -121,27 +119,36 @@ func desiredDeployment(d *appsv1.Deployment, desired map[string]corev1.ResourceR
 		}
 		return corev1ac.Container().WithName(c.Name).WithResources(rac), true
 	}
-	for _, c := range d.Spec.Template.Spec.InitContainers {
+	for _, c := range template.Spec.InitContainers {
 		if e, ok := entry(c); ok && recommender.IsNativeSidecar(c) {
 			podSpec.WithInitContainers(e)
 		}
 	}
-	for _, c := range d.Spec.Template.Spec.Containers {
+	for _, c := range template.Spec.Containers {
 		if e, ok := entry(c); ok {
 			podSpec.WithContainers(e)
 		}
 	}
-	return appsv1ac.Deployment(d.Name, d.Namespace).
-		WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithSpec(podSpec)))
+	return corev1ac.PodTemplateSpec().WithSpec(podSpec)
 }
 
-// applyRecommendation writes rec to the Deployment in Auto mode, when a request is off by more
+// writesTemplate says whether mode writes the recommendation to the target's Pod template.
+func writesTemplate(mode v1alpha1.UpdateMode) bool {
+	return mode == v1alpha1.UpdateModeAuto
+}
+
+// applyRecommendation writes rec to the target's Pod template, when a request is off by more
 // than the tolerance and the minimum interval since the last write has passed. The write is a
 // server-side apply under the controller's field manager that sends only the controlled
 // resources, and nothing when the manager already owns exactly those values. Each write is an
 // Event on the VerticalScaler that says which requests moved.
-func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.VerticalScaler, d *appsv1.Deployment, rec *v1alpha1.Recommendation) (applyState, error) {
-	containers := recommender.RecommendedContainers(&d.Spec.Template.Spec)
+func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) (applyState, error) {
+	if w.object == nil || !w.kind.RollsOnTemplateChange {
+		return applyState{reason: v1alpha1.ReasonTemplateNotWritable, message: fmt.Sprintf(
+			"%s: writing the Pod template would not replace the running Pods, so Auto mode does not apply the recommendation", w.key)}, nil
+	}
+	template := w.template()
+	containers := recommender.RecommendedContainers(&template.Spec)
 	desired := desiredResourcesOf(&vs.Spec, containers, rec)
 	if len(desired) == 0 {
 		return applyState{reason: v1alpha1.ReasonNoRecommendation, message: "No controlled resource of any container has a recommendation"}, nil
@@ -160,20 +167,23 @@ func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.Verti
 			message: fmt.Sprintf("%s (more than %.0f%% off); the last write was at %s, the next is allowed %s after it, as each write rolls the Pods",
 				upperFirst(strings.Join(off, "; ")), recommender.Tolerance*100, last.UTC().Format(time.RFC3339), MinApplyInterval)}, nil
 	}
-	owned, err := appsv1ac.ExtractDeployment(d, ControllerName)
-	if err != nil {
-		return applyState{}, fmt.Errorf("reading the fields %s owns on Deployment %s: %w", ControllerName, d.Name, err)
+	var owned runtime.ApplyConfiguration
+	if w.kind.Extract != nil {
+		var err error
+		if owned, err = w.kind.Extract(w.object, ControllerName); err != nil {
+			return applyState{}, fmt.Errorf("reading the fields %s owns on %s: %w", ControllerName, w.key, err)
+		}
 	}
-	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, runtime.ApplyConfiguration(owned), desiredDeployment(d, desired), &appsv1.Deployment{})
+	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, w.kind.Apply(w.object, desiredTemplate(template, desired)), w.kind.New())
 	if err != nil {
-		r.Recorder.Eventf(vs, d, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Apply", "Writing the recommendation to Deployment %s failed: %v", d.Name, err)
-		return applyState{reason: v1alpha1.ReasonApplyFailed, message: err.Error()}, fmt.Errorf("applying to Deployment %s: %w", d.Name, err)
+		r.Recorder.Eventf(vs, w.object, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Apply", "Writing the recommendation to %s failed: %v", w.key, err)
+		return applyState{reason: v1alpha1.ReasonApplyFailed, message: err.Error()}, fmt.Errorf("applying to %s: %w", w.key, err)
 	}
 	state := applyState{reason: v1alpha1.ReasonApplied, message: appliedMessage}
 	if changed {
-		ctrl.LoggerFrom(ctx).Info("Applied recommendation to Deployment", "deployment", d.Name, "fieldManager", ControllerName)
-		r.Recorder.Eventf(vs, d, corev1.EventTypeNormal, v1alpha1.ReasonRecommendationApplied, "Apply",
-			"Applied the recommendation to Deployment %s, which rolls its Pods: %s (more than %.0f%% off)", d.Name, strings.Join(off, "; "), recommender.Tolerance*100)
+		ctrl.LoggerFrom(ctx).Info("Applied recommendation to the Pod template", "target", w.key, "fieldManager", ControllerName)
+		r.Recorder.Eventf(vs, w.object, corev1.EventTypeNormal, v1alpha1.ReasonRecommendationApplied, "Apply",
+			"Applied the recommendation to the Pod template of %s, which replaces its Pods: %s (more than %.0f%% off)", w.key, strings.Join(off, "; "), recommender.Tolerance*100)
 		state.appliedAt = now
 	}
 	return state, nil

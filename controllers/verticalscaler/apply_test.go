@@ -47,15 +47,15 @@ func TestOffRequestsSayWhy(t *testing.T) {
 	}
 }
 
-// TestDesiredDeploymentCarriesSidecars: a native sidecar's resources go to its entry of
+// TestDesiredTemplateCarriesSidecars: a native sidecar's resources go to its entry of
 // initContainers, a container's to containers; nothing else is sent.
-func TestDesiredDeploymentCarriesSidecars(t *testing.T) {
+func TestDesiredTemplateCarriesSidecars(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
 	d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "migrate"}, {Name: "proxy", RestartPolicy: &always}}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app"}}
 	desired := map[string]corev1.ResourceRequirements{"app": {Requests: list("500m", "")}, "proxy": {Requests: list("50m", "")}}
-	got, err := json.Marshal(desiredDeployment(d, desired))
+	got, err := json.Marshal(TemplateKinds[0].Apply(d, desiredTemplate(&d.Spec.Template, desired)))
 	if err != nil {
 		t.Fatal(err)
 	}

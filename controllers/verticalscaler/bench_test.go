@@ -34,7 +34,7 @@ func BenchmarkMapFunction(b *testing.B) {
 			ctx := context.Background()
 			ns := env.Namespace(b, "bench-")
 			createScalers(b, ns, n)
-			mapDeployment := verticalscaler.VerticalScalersFor(cachedClient(b, ns, n))
+			mapDeployment := verticalscaler.VerticalScalersOf(verticalscaler.TemplateKinds[0])(cachedClient(b, ns, n))
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", n/2)}}
 			b.ReportAllocs()
 			for b.Loop() {
@@ -91,7 +91,7 @@ func cachedClient(b *testing.B, ns string, n int) client.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := indexers.Register(ctx, c, indexers.VerticalScalerByDeploymentName); err != nil {
+	if err := indexers.Register(ctx, c, indexers.VerticalScalerByTarget); err != nil {
 		b.Fatal(err)
 	}
 	go func() { _ = c.Start(ctx) }()

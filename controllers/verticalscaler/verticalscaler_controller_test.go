@@ -142,31 +142,31 @@ func TestEveryOrderOfCreationAndDeletion(t *testing.T) {
 
 	// The VerticalScaler first: its Deployment does not exist yet.
 	vs := newScaler(t, ns, "early", "web", v1alpha1.UpdateModeOff)
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
-	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
 
 	// The Deployment appears: the map function finds the VerticalScaler through the index.
 	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{})
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
 
 	// The Deployment goes: status says so, nothing else happens.
 	if err := env.Client.Delete(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
 
 	// It comes back.
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
 
 	// The VerticalScaler is pointed at another Deployment, which does not exist, then does.
 	vs.Spec.DeploymentName = "api"
 	if err := env.Client.Update(ctx, vs); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
 	newDeployment(t, ns, "api", corev1.ResourceRequirements{})
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
 }
 
 func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
@@ -179,7 +179,7 @@ func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
 		newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff),
 		newScaler(t, ns, "api", "api", v1alpha1.UpdateModeOff),
 	} {
-		waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
+		waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
 	}
 	before := settledReconciles(t)
 
@@ -222,7 +222,7 @@ func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 	// 588m and 363Mi. The policy caps CPU at 400m. A few samples are little history: the lower
 	// bound is the Pod minimum, the upper bound very wide (capped at 400m for CPU).
 	got := vs.Status.Recommendation
-	want := &v1alpha1.Recommendation{DeploymentName: "web", Policy: recommender.DefaultPolicy.Status(),
+	want := &v1alpha1.Recommendation{Target: "Deployment.apps/web", DeploymentName: "web", Policy: recommender.DefaultPolicy.Status(),
 		ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 			ContainerName: "app", Target: list("400m", "363Mi"), LowerBound: list("25m", "250Mi"),
 			UpperBound: list("400m", got.ContainerRecommendations[0].UpperBound.Memory().String()), UncappedTarget: list("588m", "363Mi")}}}
@@ -392,10 +392,11 @@ func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 	ns := env.Namespace(t, "vs-")
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
-	// A recommendation from an earlier run of the manager.
+	// A recommendation from an earlier run of the manager, of a release before targets: it
+	// names the Deployment only.
 	last := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("250m", "256Mi"), UncappedTarget: list("250m", "256Mi")}}}
-	vs.Status.Recommendation = last
+	vs.Status.Recommendation = last.DeepCopy()
 	if err := env.Client.Status().Update(ctx, vs); err != nil {
 		t.Fatal(err)
 	}
@@ -406,6 +407,8 @@ func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 	if !strings.Contains(c.Message, "is metrics-server installed?") || !strings.Contains(c.Message, "the last recommendation is kept") {
 		t.Errorf("message = %q, want the cause and that the recommendation is kept", c.Message)
 	}
+	// Kept, and now naming its target.
+	last.Target = "Deployment.apps/web"
 	if diff := cmp.Diff(last, vs.Status.Recommendation, compare.Quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
@@ -428,7 +431,7 @@ func TestPolicyForMissingContainerIsAConditionNotARetryLoop(t *testing.T) {
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto, v1alpha1.ContainerPolicy{ContainerName: "ghost"})
 	c := waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonContainerNotFound)
-	if want := `spec.containerPolicies[0].containerName: the Deployment has no container "ghost"`; c.Message != want {
+	if want := `spec.containerPolicies[0].containerName: the target's Pod template has no container "ghost"`; c.Message != want {
 		t.Errorf("message = %q, want %q", c.Message, want)
 	}
 	before := settledReconciles(t)
@@ -445,8 +448,14 @@ func TestCRDRejectsInvalidSpecs(t *testing.T) {
 		spec v1alpha1.VerticalScalerSpec
 		want []string
 	}{
-		{name: "empty deployment name", spec: v1alpha1.VerticalScalerSpec{},
-			want: []string{"spec.deploymentName"}},
+		{name: "no target", spec: v1alpha1.VerticalScalerSpec{},
+			want: []string{"spec", "set exactly one of deploymentName and targetRef"}},
+		{name: "two targets", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			TargetRef: &v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"}},
+			want: []string{"spec", "set exactly one of deploymentName and targetRef"}},
+		{name: "targetRef without a kind", spec: v1alpha1.VerticalScalerSpec{
+			TargetRef: &v1alpha1.TargetReference{APIVersion: "apps/v1", Name: "db"}},
+			want: []string{"spec.targetRef.kind"}},
 		{name: "bad deployment name", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "Web_1"},
 			want: []string{"spec.deploymentName", "must be a Deployment name"}},
 		{name: "unknown update mode", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web", UpdateMode: "Sometimes"},

@@ -81,12 +81,25 @@ func (r *reader) read(pods []corev1.Pod, at time.Time, i int) []PodUsage {
 // request weighs each CPU sample.
 var benchRequests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
 
+// benchPods returns n Pods of the workload named deployment, each with the containers "app" and
+// "proxy" requesting benchRequests.
 func benchPods(deployment string, n int) []corev1.Pod {
 	pods := make([]corev1.Pod, n)
 	for i := range pods {
-		pods[i] = corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", deployment, i)}}
+		pods[i] = corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", deployment, i)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "app", Resources: corev1.ResourceRequirements{Requests: benchRequests}},
+				{Name: "proxy", Resources: corev1.ResourceRequirements{Requests: benchRequests}},
+			}}}
 	}
 	return pods
+}
+
+// benchScaler returns a VerticalScaler of the Deployment name, found by the controller.
+func benchScaler(name string) v1alpha1.VerticalScaler {
+	return v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(name)},
+		Spec:   v1alpha1.VerticalScalerSpec{DeploymentName: name},
+		Status: v1alpha1.VerticalScalerStatus{Target: "Deployment.apps/" + name, TargetSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}
 }
 
 // BenchmarkRecommenderSample measures the recommender's CPU per usage sample: one read of a
@@ -97,15 +110,14 @@ func benchPods(deployment string, n int) []corev1.Pod {
 //	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench RecommenderSample
 func BenchmarkRecommenderSample(b *testing.B) {
 	containers := []string{"app", "proxy"}
-	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	pods := benchPods("web", 2)
 	r := newReader(1, len(pods), containers)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// A day of history first, so that the histograms have their working size.
-	h := &deploymentHistory{containers: map[string]*ContainerHistory{}}
+	h := &targetHistory{containers: map[string]*ContainerHistory{}}
 	for i := range 24 * 60 {
 		at := t0.Add(time.Duration(i) * time.Minute)
-		h.add(r.read(pods, at, i), pods, recommended, at)
+		h.add(r.read(pods, at, i), pods, at)
 	}
 	samples := len(pods) * len(containers)
 	i := 24 * 60
@@ -116,7 +128,7 @@ func BenchmarkRecommenderSample(b *testing.B) {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		read := r.read(pods, at, i)
 		b.StartTimer()
-		h.add(read, pods, recommended, at)
+		h.add(read, pods, at)
 		i++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*samples), "ns/sample")
@@ -145,26 +157,26 @@ func BenchmarkRecommenderMemory(b *testing.B) {
 	scalers := benchSetting("SWITCHBOARD_BENCH_SCALERS", 10000, 100)
 	hours := benchSetting("SWITCHBOARD_BENCH_HOURS", 24, 2)
 	containers := []string{"app", "proxy"}
-	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for b.Loop() {
 		r := newReader(3, 2, containers)
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
-		p := &UsageProducer{histories: map[types.NamespacedName]*deploymentHistory{}}
+		p := &UsageProducer{histories: map[historyKey]*targetHistory{}}
 		p.written = map[types.NamespacedName]checkpointMark{}
 		for d := range scalers {
-			key := types.NamespacedName{Namespace: "bench", Name: fmt.Sprintf("web-%d", d)}
-			h := &deploymentHistory{containers: map[string]*ContainerHistory{}}
+			name := fmt.Sprintf("web-%d", d)
+			key := historyKey{Namespace: "bench", Target: "Deployment.apps/" + name}
+			h := &targetHistory{containers: map[string]*ContainerHistory{}}
 			p.histories[key] = h
-			pods := benchPods(key.Name, 2)
+			pods := benchPods(name, 2)
 			for i := range hours * 60 {
 				at := t0.Add(time.Duration(i) * time.Minute)
-				h.add(r.read(pods, at, i+d), pods, recommended, at)
+				h.add(r.read(pods, at, i+d), pods, at)
 			}
 			// What the poller remembers of the VerticalScaler's last checkpoint.
-			p.written[key] = checkpointMark{at: t0, deployment: key.Name, version: h.version}
+			p.written[types.NamespacedName{Namespace: "bench", Name: name}] = checkpointMark{at: t0, target: key.Target, version: h.version}
 		}
 		runtime.GC()
 		var after runtime.MemStats
@@ -209,21 +221,19 @@ func BenchmarkCheckpointWrites(b *testing.B) {
 	minutes := benchSetting("SWITCHBOARD_BENCH_MINUTES", 60, 60)
 	const interval = DefaultCheckpointInterval
 	containers := []string{"app", "proxy"}
-	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for b.Loop() {
 		now := t0
 		w := &benchWriter{now: &now, writes: map[string][]time.Time{}}
 		p := &UsageProducer{Interval: DefaultUsageInterval, CheckpointInterval: interval, CheckpointReader: fakeReader{},
 			CheckpointWriter: w, FieldManager: "verticalscaler", Now: func() time.Time { return now },
-			histories: map[types.NamespacedName]*deploymentHistory{}, written: map[types.NamespacedName]checkpointMark{}}
+			histories: map[historyKey]*targetHistory{}, written: map[types.NamespacedName]checkpointMark{}}
 		list := make([]v1alpha1.VerticalScaler, scalers)
 		pods := make([][]corev1.Pod, scalers)
 		for d := range list {
 			name := fmt.Sprintf("web-%d", d)
-			list[d] = v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(name)},
-				Spec: v1alpha1.VerticalScalerSpec{DeploymentName: name}}
-			p.histories[types.NamespacedName{Namespace: "bench", Name: name}] = &deploymentHistory{containers: map[string]*ContainerHistory{}}
+			list[d] = benchScaler(name)
+			p.histories[historyKey{Namespace: "bench", Target: "Deployment.apps/" + name}] = &targetHistory{containers: map[string]*ContainerHistory{}}
 			pods[d] = benchPods(name, 2)
 		}
 		r := newReader(7, 2, containers)
@@ -232,8 +242,8 @@ func BenchmarkCheckpointWrites(b *testing.B) {
 			now = t0.Add(time.Duration(i) * time.Minute)
 			// The cycle's reads, then its writes, as the poller runs them.
 			for d := range list {
-				h := p.histories[types.NamespacedName{Namespace: "bench", Name: list[d].Name}]
-				h.add(r.read(pods[d], now, i+d), pods[d], recommended, now)
+				h := p.histories[historyKey{Namespace: "bench", Target: "Deployment.apps/" + list[d].Name}]
+				h.add(r.read(pods[d], now, i+d), pods[d], now)
 			}
 			before := w.total()
 			p.writeCheckpoints(context.Background(), list)

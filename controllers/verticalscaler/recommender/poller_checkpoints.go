@@ -48,23 +48,23 @@ func checkpointWriteBudget(scalers int, usageInterval, checkpointInterval time.D
 type checkpointMark struct {
 	// at is when it was written.
 	at time.Time
-	// deployment is the Deployment whose history it holds, and version that history's version
-	// then.
-	deployment string
-	version    uint64
+	// target is the key of the workload whose history it holds, and version that history's
+	// version then.
+	target  string
+	version uint64
 }
 
 // due says whether a VerticalScaler whose last checkpoint is mark (ok false: none this manager
-// knows of) is due for another, of the history of deployment at version: not within interval of
-// the last one, and only when the history changed since.
-func (m checkpointMark) due(ok bool, now time.Time, interval time.Duration, deployment string, version uint64) bool {
+// knows of) is due for another, of the history of target at version: not within interval of the
+// last one, and only when the history changed since.
+func (m checkpointMark) due(ok bool, now time.Time, interval time.Duration, target string, version uint64) bool {
 	if !ok {
 		return true
 	}
 	if now.Sub(m.at) < interval {
 		return false
 	}
-	return m.deployment != deployment || m.version != version
+	return m.target != target || m.version != version
 }
 
 // failures counts the failures of one kind in a cycle, so that a cycle logs one line for them
@@ -92,16 +92,16 @@ func (p *UsageProducer) checkpointsOn() bool {
 	return p.CheckpointInterval > 0 && p.CheckpointReader != nil && p.CheckpointWriter != nil
 }
 
-// restore returns the history of the Deployment key as the newest checkpoint of the
+// restore returns the history of the target key as the newest checkpoint of the
 // VerticalScalers that name it holds, or an empty one when none has a checkpoint of it. A
-// checkpoint of another Deployment (the one a VerticalScaler named before) or of another
+// checkpoint of another workload (the one a VerticalScaler named before) or of another
 // VerticalScaler of the same name (deleted and created again before the garbage collector
 // deleted its checkpoint) is not this history. One that cannot be decoded is reported in a
 // Warning Event and left for the next write to replace. It also remembers when each
 // VerticalScaler's checkpoint was written, so that the next write waits the interval after it.
 // It fails only when a checkpoint cannot be read.
-func (p *UsageProducer) restore(ctx context.Context, key types.NamespacedName, scalers []*v1alpha1.VerticalScaler) (*deploymentHistory, error) {
-	var newest *deploymentHistory
+func (p *UsageProducer) restore(ctx context.Context, key historyKey, scalers []*v1alpha1.VerticalScaler) (*targetHistory, error) {
+	var newest *targetHistory
 	var newestAt time.Time
 	if p.checkpointsOn() {
 		for _, vs := range scalers {
@@ -115,16 +115,16 @@ func (p *UsageProducer) restore(ctx context.Context, key types.NamespacedName, s
 		}
 	}
 	if newest == nil {
-		return &deploymentHistory{containers: map[string]*ContainerHistory{}}, nil
+		return &targetHistory{containers: map[string]*ContainerHistory{}}, nil
 	}
-	logf.FromContext(ctx).V(1).Info("Read usage history back from checkpoint", "deployment", key.Name,
+	logf.FromContext(ctx).V(1).Info("Read usage history back from checkpoint", "target", key.Target,
 		"namespace", key.Namespace, "written", newestAt)
 	return newest, nil
 }
 
-// readCheckpoint reads vs's checkpoint and returns the history it holds of vs's Deployment and
+// readCheckpoint reads vs's checkpoint and returns the history it holds of vs's target and
 // when it was written; a nil history when there is none to read back.
-func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.VerticalScaler) (*deploymentHistory, time.Time, error) {
+func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.VerticalScaler) (*targetHistory, time.Time, error) {
 	vsKey := client.ObjectKeyFromObject(vs)
 	var cp v1alpha1.VerticalScalerCheckpoint
 	readCtx, cancel := context.WithTimeout(ctx, p.readTimeout())
@@ -141,8 +141,8 @@ func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.Vertica
 	}
 	// Written by a manager before this one: the next write waits the interval after it.
 	at := cp.Status.WriteTime.Time
-	p.written[vsKey] = checkpointMark{at: at, deployment: cp.Spec.DeploymentName}
-	if cp.Spec.DeploymentName != vs.Spec.DeploymentName {
+	p.written[vsKey] = checkpointMark{at: at, target: v1alpha1.CheckpointTarget(&cp.Spec)}
+	if v1alpha1.CheckpointTarget(&cp.Spec) != vs.Spec.Target().Key() {
 		return nil, time.Time{}, nil
 	}
 	h, err := loadCheckpoint(&cp.Status)
@@ -160,7 +160,7 @@ func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.Vertica
 }
 
 // writeCheckpoints writes the checkpoints that are due (checkpointMark.due) of the
-// VerticalScalers whose Deployment has a history, the oldest first (never written before
+// VerticalScalers whose target has a history, the oldest first (never written before
 // anything else), at most checkpointWriteBudget of them. A write that fails is tried again on a
 // later cycle; the cycle logs one line for its failures.
 func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1.VerticalScaler) {
@@ -170,7 +170,7 @@ func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1
 	now := p.now()
 	type candidate struct {
 		vs   *v1alpha1.VerticalScaler
-		h    *deploymentHistory
+		h    *targetHistory
 		last time.Time
 	}
 	var due []candidate
@@ -179,12 +179,13 @@ func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1
 		vs := &scalers[i]
 		key := client.ObjectKeyFromObject(vs)
 		listed[key] = true
-		h := p.histories[types.NamespacedName{Namespace: vs.Namespace, Name: vs.Spec.DeploymentName}]
-		if h == nil || len(h.containers) == 0 {
+		target, found := targetOf(vs)
+		h := p.histories[target]
+		if !found || h == nil || len(h.containers) == 0 {
 			continue
 		}
 		mark, ok := p.written[key]
-		if mark.due(ok, now, p.CheckpointInterval, vs.Spec.DeploymentName, h.version) {
+		if mark.due(ok, now, p.CheckpointInterval, target.Target, h.version) {
 			due = append(due, candidate{vs: vs, h: h, last: mark.at})
 		}
 	}
@@ -207,7 +208,7 @@ func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1
 			failed.add(err)
 			continue
 		}
-		p.written[client.ObjectKeyFromObject(c.vs)] = checkpointMark{at: now, deployment: c.vs.Spec.DeploymentName, version: c.h.version}
+		p.written[client.ObjectKeyFromObject(c.vs)] = checkpointMark{at: now, target: c.vs.Spec.Target().Key(), version: c.h.version}
 	}
 	failed.log(ctx, "Writing checkpoints failed; they are tried again on a later cycle")
 }
@@ -217,7 +218,7 @@ func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1
 // owner, so that the garbage collector deletes it with the VerticalScaler; the reference does
 // not block the owner's deletion, which would need the right to update the VerticalScaler's
 // finalizers for nothing.
-func (p *UsageProducer) writeCheckpoint(ctx context.Context, vs *v1alpha1.VerticalScaler, h *deploymentHistory, now time.Time) error {
+func (p *UsageProducer) writeCheckpoint(ctx context.Context, vs *v1alpha1.VerticalScaler, h *targetHistory, now time.Time) error {
 	status, err := h.checkpoint(now)
 	if err != nil {
 		return fmt.Errorf("checkpoint of VerticalScaler %s/%s: %w", vs.Namespace, vs.Name, err)
@@ -226,7 +227,7 @@ func (p *UsageProducer) writeCheckpoint(ctx context.Context, vs *v1alpha1.Vertic
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "VerticalScalerCheckpoint"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: vs.Namespace, Name: vs.Name, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "VerticalScaler", Name: vs.Name, UID: vs.UID, Controller: new(true)}}},
-		Spec:   v1alpha1.VerticalScalerCheckpointSpec{DeploymentName: vs.Spec.DeploymentName},
+		Spec:   checkpointSpec(&vs.Spec),
 		Status: status,
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cp)
@@ -242,4 +243,14 @@ func (p *UsageProducer) writeCheckpoint(ctx context.Context, vs *v1alpha1.Vertic
 		return fmt.Errorf("writing the checkpoint of VerticalScaler %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
 	return nil
+}
+
+// checkpointSpec says whose history a checkpoint of spec's target holds.
+func checkpointSpec(spec *v1alpha1.VerticalScalerSpec) v1alpha1.VerticalScalerCheckpointSpec {
+	out := v1alpha1.VerticalScalerCheckpointSpec{Target: spec.Target().Key()}
+	if spec.TargetRef == nil {
+		// Read by a release before targets, should the manager be rolled back.
+		out.DeploymentName = spec.DeploymentName
+	}
+	return out
 }
