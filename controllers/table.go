@@ -210,7 +210,8 @@ func Table() []Controller {
 					// change.
 					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetAPIReader(), Usage: usage, Interval: scaling.UsageInterval,
 						Reports:            usageReports,
-						CheckpointInterval: scaling.CheckpointInterval, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
+						CheckpointInterval: scaling.CheckpointInterval, CheckpointWritesPerSecond: scaling.CheckpointWritesPerSecond,
+						CheckpointFlushTimeout: scaling.CheckpointFlushTimeout, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
 						FieldManager: verticalscaler.ControllerName, Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}
 					return poller.Run, nil
 				},

@@ -21,6 +21,10 @@ type Options struct {
 	// CheckpointInterval is the least time between two checkpoints of one VerticalScaler's
 	// usage history; zero neither writes nor reads checkpoints.
 	CheckpointInterval time.Duration
+	// CheckpointWritesPerSecond bounds the periodic checkpoint writes on average; zero, no bound.
+	CheckpointWritesPerSecond float64
+	// CheckpointFlushTimeout bounds the checkpoint writes of a planned stop.
+	CheckpointFlushTimeout time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -28,8 +32,10 @@ func NewOptions() *Options {
 	return &Options{
 		UsageSource:   recommender.UsageFromMetricsAPI,
 		UsageInterval: recommender.DefaultUsageInterval,
-		// A restart loses at most this much usage history (docs/controllers/verticalscaler.md).
-		CheckpointInterval: recommender.DefaultCheckpointInterval,
+		// A crash loses at most this much usage history (docs/controllers/verticalscaler.md).
+		CheckpointInterval:        recommender.DefaultCheckpointInterval,
+		CheckpointWritesPerSecond: recommender.DefaultCheckpointWritesPerSecond,
+		CheckpointFlushTimeout:    recommender.DefaultCheckpointFlushTimeout,
 	}
 }
 
@@ -38,6 +44,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.UsageSource, "usage-source", o.UsageSource, "Where the verticalscaler's metrics source reads Pod usage: "+strings.Join(recommender.UsageSources, ", ")+" ('pod-annotations' reads "+recommender.UsageAnnotationPrefix+"<container> annotations such as 'cpu=250m,memory=128Mi', for clusters without metrics-server).")
 	fs.DurationVar(&o.UsageInterval, "usage-interval", o.UsageInterval, "How often the metrics source reads Pod usage.")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "Least time between two writes of a VerticalScaler's usage history to its VerticalScalerCheckpoint, which a restarted or newly elected manager reads back; 0 neither writes nor reads checkpoints.")
+	fs.Float64Var(&o.CheckpointWritesPerSecond, "checkpoint-writes-per-second", o.CheckpointWritesPerSecond, "Average checkpoint writes per second at most, so that many VerticalScalers cost the API server a bounded load; past it each checkpoint is written less often than --checkpoint-interval. 0: no bound.")
+	fs.DurationVar(&o.CheckpointFlushTimeout, "checkpoint-flush-timeout", o.CheckpointFlushTimeout, "How long a manager that stops, or gives its Lease up, may take to write the checkpoints of every usage history that changed since its last one; keep it under the Pod's termination grace period.")
 }
 
 // Validate says what is wrong with the options, naming the flag.
@@ -49,6 +57,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--usage-interval must be positive, got %s", o.UsageInterval)
 	case o.CheckpointInterval < 0:
 		return fmt.Errorf("--checkpoint-interval must not be negative, got %s", o.CheckpointInterval)
+	case o.CheckpointWritesPerSecond < 0:
+		return fmt.Errorf("--checkpoint-writes-per-second must not be negative, got %v", o.CheckpointWritesPerSecond)
+	case o.CheckpointFlushTimeout <= 0:
+		return fmt.Errorf("--checkpoint-flush-timeout must be positive, got %s", o.CheckpointFlushTimeout)
 	}
 	return nil
 }

@@ -167,6 +167,7 @@ func TestTargetProblemsAreConditions(t *testing.T) {
 	unlabelled := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unlabelled"}, Spec: batchv1.CronJobSpec{Schedule: "0 * * * *"}}
 	unlabelled.Spec.JobTemplate.Spec.Template = podTemplate("unlabelled")
 	unlabelled.Spec.JobTemplate.Spec.Template.Labels = nil
+	unlabelled.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	if err := env.Client.Create(ctx, unlabelled); err != nil {
 		t.Fatal(err)
 	}

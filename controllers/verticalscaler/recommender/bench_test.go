@@ -209,11 +209,12 @@ func (w *benchWriter) Apply(_ context.Context, obj kruntime.ApplyConfiguration, 
 // BenchmarkCheckpointWrites drives the checkpoint writer with a fake clock over a simulated
 // hour (SWITCHBOARD_BENCH_MINUTES, 60) at SWITCHBOARD_BENCH_SCALERS VerticalScalers (10,000; 100
 // under SWITCHBOARD_BENCH_SMOKE), each of its own Deployment of 2 Pods with 2 containers, read
-// once a minute, checkpointed every 10 minutes (the defaults), against a client that counts the
-// writes. Every VerticalScaler is due at the start, as after a restart with no checkpoints. It
-// reports the writes in the hour, the writes per VerticalScaler and interval (the mean, and the
-// most in any interval-long window of one VerticalScaler: the bound is 1), the most in
-// a cycle, and the size of a checkpoint sent at the end of the hour.
+// once a minute, with the default interval (a minute) and bound on writes (15 a second), against
+// a client that counts the writes. Every VerticalScaler is due at the start, as after a restart
+// with no checkpoints. It reports the writes in the hour, the writes per VerticalScaler and
+// interval (the mean, and the most in any interval-long window of one VerticalScaler: the bound
+// is 1), the most in a cycle, the longest a VerticalScaler waited between two checkpoints (what
+// a crash loses at most) in minutes, and the size of a checkpoint sent at the end of the hour.
 //
 //	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench CheckpointWrites -benchtime 1x
 func BenchmarkCheckpointWrites(b *testing.B) {
@@ -225,8 +226,8 @@ func BenchmarkCheckpointWrites(b *testing.B) {
 	for b.Loop() {
 		now := t0
 		w := &benchWriter{now: &now, writes: map[string][]time.Time{}}
-		p := &UsageProducer{Interval: DefaultUsageInterval, CheckpointInterval: interval, CheckpointReader: fakeReader{},
-			CheckpointWriter: w, FieldManager: "verticalscaler", Now: func() time.Time { return now },
+		p := &UsageProducer{Interval: DefaultUsageInterval, CheckpointInterval: interval, CheckpointWritesPerSecond: DefaultCheckpointWritesPerSecond,
+			CheckpointReader: fakeReader{}, CheckpointWriter: w, FieldManager: "verticalscaler", Now: func() time.Time { return now },
 			histories: map[historyKey]*targetHistory{}, written: map[types.NamespacedName]checkpointMark{}}
 		list := make([]v1alpha1.VerticalScaler, scalers)
 		pods := make([][]corev1.Pod, scalers)
@@ -254,8 +255,22 @@ func BenchmarkCheckpointWrites(b *testing.B) {
 		b.ReportMetric(float64(w.total())/float64(scalers)/intervals, "writes/scaler/interval")
 		b.ReportMetric(float64(w.mostInAnInterval(interval)), "max-writes/scaler/interval")
 		b.ReportMetric(float64(most), "max-writes/cycle")
+		b.ReportMetric(w.longestGap(t0.Add(time.Duration(minutes-1)*time.Minute)).Minutes(), "max-minutes-between-checkpoints")
 		b.ReportMetric(float64(w.bytes), "bytes/checkpoint")
 	}
+}
+
+// longestGap is the longest a VerticalScaler went without a checkpoint, up to end (the last
+// cycle), counting from its first.
+func (w *benchWriter) longestGap(end time.Time) time.Duration {
+	var longest time.Duration
+	for _, at := range w.writes {
+		for i := 1; i < len(at); i++ {
+			longest = max(longest, at[i].Sub(at[i-1]))
+		}
+		longest = max(longest, end.Sub(at[len(at)-1]))
+	}
+	return longest
 }
 
 // total is how many checkpoints were written.

@@ -77,6 +77,12 @@ type UsageProducer struct {
 	// CheckpointInterval is the least time between two checkpoints of one VerticalScaler; zero
 	// turns checkpoints off (neither read nor written).
 	CheckpointInterval time.Duration
+	// CheckpointWritesPerSecond bounds the checkpoint writes of the cycles on average
+	// (checkpointWriteBudget); zero, no bound.
+	CheckpointWritesPerSecond float64
+	// CheckpointFlushTimeout bounds the writes of a planned stop (flushCheckpoints);
+	// DefaultCheckpointFlushTimeout when zero.
+	CheckpointFlushTimeout time.Duration
 	// CheckpointReader reads a VerticalScaler's checkpoint back when the poller first needs the
 	// history of its target: an uncached reader, as each is read once, and caching every
 	// checkpoint would cost far more memory than the reads.
@@ -116,9 +122,21 @@ type PodsUsageReader interface {
 	UsageOfPods(namespace string, pods []corev1.Pod) ([]PodUsage, error)
 }
 
-// Run reads usage every Interval until ctx ends.
+// Run reads usage every Interval until ctx ends. On a planned stop (sources.PlannedStop: the
+// manager shuts down, or releases the Lease) it then writes the checkpoints of every history
+// that changed since its last one, within CheckpointFlushTimeout, so that the next manager
+// loses nothing.
 func (p *UsageProducer) Run(ctx context.Context, producer *sources.Producer) error {
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) { p.cycle(ctx, producer) }, p.Interval, sources.PeriodicJitter, true)
+	if !sources.PlannedStop(ctx) {
+		return nil
+	}
+	start := time.Now()
+	written, left := p.flushCheckpoints(ctx)
+	if written+left > 0 {
+		logf.FromContext(ctx).Info("Wrote checkpoints on stop", "source", string(producer.Source()), "written", written, "left", left,
+			"durationMs", time.Since(start).Milliseconds())
+	}
 	return nil
 }
 

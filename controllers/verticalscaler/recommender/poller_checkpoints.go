@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,26 +23,45 @@ import (
 )
 
 // DefaultCheckpointInterval is the default least time between two checkpoints of one
-// VerticalScaler: a restarted manager loses at most this much of a history that decays over
-// days, and each VerticalScaler costs one write per interval at most.
-const DefaultCheckpointInterval = 10 * time.Minute
+// VerticalScaler: what the Vertical Pod Autoscaler's recommender loses on a crash, as it writes
+// its checkpoints on every one-minute loop. A planned stop loses nothing (flushCheckpoints).
+const DefaultCheckpointInterval = time.Minute
+
+// DefaultCheckpointWritesPerSecond bounds the checkpoint writes of the cycles, on average: up
+// to it every VerticalScaler is written once per interval, past it (more than 900
+// VerticalScalers at one-minute cycles) each less often, so that the API server's cost stays
+// bounded however many there are: about a tenth of a core (docs/performance.md has the figures
+// it was chosen from).
+const DefaultCheckpointWritesPerSecond = 15
+
+// DefaultCheckpointFlushTimeout bounds the writes of a planned stop: within the shipped
+// Deployment's termination grace period (10 s), with room for the rest of the shutdown.
+const DefaultCheckpointFlushTimeout = 5 * time.Second
 
 // minCheckpointWritesPerCycle is the least number of checkpoints a cycle may write, whatever
 // the number of VerticalScalers (the VPA's --min-checkpoints default): a small cluster catches up
 // within a cycle or two.
 const minCheckpointWritesPerCycle = 10
 
+// flushWorkers is how many checkpoints a planned stop writes at once: enough to use the round
+// trips' idle time, few enough not to flood the API server's priority level.
+const flushWorkers = 8
+
 // checkpointWriteBudget is how many checkpoints one cycle may write: twice the share of the
 // VerticalScalers that falls to one cycle when each is written once per checkpoint interval
-// (scalers × usage interval / checkpoint interval), at least minCheckpointWritesPerCycle. The
-// share alone keeps every VerticalScaler within its interval once the writes are spread out;
-// twice as much drains a backlog, every VerticalScaler due at once (the first cycles of a new
-// manager, or of 10,000 new VerticalScalers), in half a checkpoint interval, while no cycle
-// writes more than a fifth of the VerticalScalers at the defaults, so the writes stay spread
-// over the interval instead of coming in one burst every ten minutes.
-func checkpointWriteBudget(scalers int, usageInterval, checkpointInterval time.Duration) int {
+// (scalers × usage interval / checkpoint interval), at least minCheckpointWritesPerCycle, and at
+// most writesPerSecond × usage interval. The share alone keeps every VerticalScaler within its
+// interval once the writes are spread out; twice as much drains a backlog (every VerticalScaler
+// due at once, after a restart without checkpoints) in half an interval; the rate bounds what
+// the writes cost the API server in a large cluster, where each VerticalScaler is then written
+// every scalers / (writesPerSecond × 60) minutes at one-minute cycles.
+func checkpointWriteBudget(scalers int, usageInterval, checkpointInterval time.Duration, writesPerSecond float64) int {
 	share := float64(scalers) * usageInterval.Seconds() / checkpointInterval.Seconds()
-	return max(minCheckpointWritesPerCycle, int(math.Ceil(2*share)))
+	budget := max(minCheckpointWritesPerCycle, int(math.Ceil(2*share)))
+	if writesPerSecond > 0 {
+		budget = min(budget, max(minCheckpointWritesPerCycle, int(writesPerSecond*usageInterval.Seconds())))
+	}
+	return budget
 }
 
 // checkpointMark is what the poller remembers of a VerticalScaler's last checkpoint.
@@ -159,21 +179,20 @@ func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.Vertica
 	return h, at, nil
 }
 
-// writeCheckpoints writes the checkpoints that are due (checkpointMark.due) of the
-// VerticalScalers whose target has a history, the oldest first (never written before
-// anything else), at most checkpointWriteBudget of them. A write that fails is tried again on a
-// later cycle; the cycle logs one line for its failures.
-func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1.VerticalScaler) {
-	if !p.checkpointsOn() {
-		return
-	}
-	now := p.now()
-	type candidate struct {
-		vs   *v1alpha1.VerticalScaler
-		h    *targetHistory
-		last time.Time
-	}
-	var due []candidate
+// checkpointCandidate is a VerticalScaler whose checkpoint is due, its target's history, and
+// when its last checkpoint was written (zero: never).
+type checkpointCandidate struct {
+	vs   *v1alpha1.VerticalScaler
+	h    *targetHistory
+	last time.Time
+}
+
+// dueCheckpoints returns the VerticalScalers of scalers whose checkpoint is due
+// (checkpointMark.due) at now with interval between two, the oldest first (never written before
+// anything else). It forgets the marks of the VerticalScalers that are gone: the garbage
+// collector deletes their checkpoints.
+func (p *UsageProducer) dueCheckpoints(scalers []v1alpha1.VerticalScaler, now time.Time, interval time.Duration) []checkpointCandidate {
+	var due []checkpointCandidate
 	listed := make(map[types.NamespacedName]bool, len(scalers))
 	for i := range scalers {
 		vs := &scalers[i]
@@ -185,20 +204,31 @@ func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1
 			continue
 		}
 		mark, ok := p.written[key]
-		if mark.due(ok, now, p.CheckpointInterval, target.Target, h.version) {
-			due = append(due, candidate{vs: vs, h: h, last: mark.at})
+		if mark.due(ok, now, interval, target.Target, h.version) {
+			due = append(due, checkpointCandidate{vs: vs, h: h, last: mark.at})
 		}
 	}
-	// Forget the VerticalScalers that are gone; the garbage collector deletes their checkpoints.
 	for key := range p.written {
 		if !listed[key] {
 			delete(p.written, key)
 		}
 	}
-	slices.SortFunc(due, func(a, b candidate) int {
+	slices.SortFunc(due, func(a, b checkpointCandidate) int {
 		return cmp.Or(a.last.Compare(b.last), cmp.Compare(a.vs.Namespace, b.vs.Namespace), cmp.Compare(a.vs.Name, b.vs.Name))
 	})
-	due = due[:min(len(due), checkpointWriteBudget(len(scalers), p.Interval, p.CheckpointInterval))]
+	return due
+}
+
+// writeCheckpoints writes the checkpoints that are due of the VerticalScalers whose target has
+// a history, the oldest first, at most checkpointWriteBudget of them. A write that fails is
+// tried again on a later cycle; the cycle logs one line for its failures.
+func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1.VerticalScaler) {
+	if !p.checkpointsOn() {
+		return
+	}
+	now := p.now()
+	due := p.dueCheckpoints(scalers, now, p.CheckpointInterval)
+	due = due[:min(len(due), checkpointWriteBudget(len(scalers), p.Interval, p.CheckpointInterval, p.CheckpointWritesPerSecond))]
 	var failed failures
 	for _, c := range due {
 		if ctx.Err() != nil {
@@ -211,6 +241,70 @@ func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1
 		p.written[client.ObjectKeyFromObject(c.vs)] = checkpointMark{at: now, target: c.vs.Spec.Target().Key(), version: c.h.version}
 	}
 	failed.log(ctx, "Writing checkpoints failed; they are tried again on a later cycle")
+}
+
+// flushCheckpoints writes, on a planned stop, the checkpoint of every VerticalScaler whose
+// history changed since its last checkpoint, whatever the interval, the oldest first,
+// flushWorkers at a time, for at most CheckpointFlushTimeout (ctx is the producer's, already
+// done; the writes get a context of their own). The VerticalScalers come from the cache, which
+// the manager stops after the producers. It returns how many it wrote and how many it left: a
+// history left unwritten loses what it gathered since its last checkpoint, as after a crash.
+func (p *UsageProducer) flushCheckpoints(ctx context.Context) (written, left int) {
+	if !p.checkpointsOn() || len(p.histories) == 0 {
+		return 0, 0
+	}
+	timeout := p.CheckpointFlushTimeout
+	if timeout <= 0 {
+		timeout = DefaultCheckpointFlushTimeout
+	}
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	var list v1alpha1.VerticalScalerList
+	if err := p.Cache.List(flushCtx, &list); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing VerticalScalers to write their checkpoints on stop failed")
+		return 0, len(p.histories)
+	}
+	now := p.now()
+	due := p.dueCheckpoints(list.Items, now, 0)
+	next := make(chan checkpointCandidate)
+	type result struct {
+		key  types.NamespacedName
+		mark checkpointMark
+		err  error
+	}
+	results := make(chan result, len(due))
+	var workers sync.WaitGroup
+	for range min(flushWorkers, len(due)) {
+		workers.Go(func() {
+			for c := range next {
+				err := p.writeCheckpoint(flushCtx, c.vs, c.h, now)
+				results <- result{key: client.ObjectKeyFromObject(c.vs), err: err,
+					mark: checkpointMark{at: now, target: c.vs.Spec.Target().Key(), version: c.h.version}}
+			}
+		})
+	}
+feed:
+	for _, c := range due {
+		select {
+		case next <- c:
+		case <-flushCtx.Done():
+			break feed
+		}
+	}
+	close(next)
+	workers.Wait()
+	close(results)
+	var failed failures
+	for r := range results {
+		if r.err != nil {
+			failed.add(r.err)
+			continue
+		}
+		p.written[r.key] = r.mark
+		written++
+	}
+	failed.log(ctx, "Writing checkpoints on stop failed")
+	return written, len(due) - written
 }
 
 // writeCheckpoint writes vs's checkpoint of history h at time now: the whole object, by

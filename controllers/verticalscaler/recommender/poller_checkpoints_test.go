@@ -263,7 +263,94 @@ func TestCheckpointsOldestFirstWithinABudget(t *testing.T) {
 	if diff := cmp.Diff(w.writer.written[:10], w.writer.written[25:35]); diff != "" {
 		t.Errorf("minute 10 wrote other VerticalScalers than the oldest checkpoints (-oldest +written):\n%s", diff)
 	}
-	if got := checkpointWriteBudget(10000, time.Minute, 10*time.Minute); got != 2000 {
-		t.Errorf("budget at 10,000 VerticalScalers: %d a cycle, want 2,000", got)
+	for _, tc := range []struct {
+		scalers  int
+		interval time.Duration
+		rate     float64
+		want     int
+	}{
+		{10000, 10 * time.Minute, 0, 2000},
+		{10000, time.Minute, 0, 20000},
+		{10000, time.Minute, DefaultCheckpointWritesPerSecond, 900},
+		{300, time.Minute, DefaultCheckpointWritesPerSecond, 600},
+		{3, time.Minute, 0.01, 10},
+	} {
+		if got := checkpointWriteBudget(tc.scalers, time.Minute, tc.interval, tc.rate); got != tc.want {
+			t.Errorf("budget at %d VerticalScalers, interval %s, %v a second: %d a cycle, want %d", tc.scalers, tc.interval, tc.rate, got, tc.want)
+		}
+	}
+}
+
+// blockingWriter blocks every write until its context ends, after the first n.
+type blockingWriter struct {
+	countingWriter
+	n int
+}
+
+func (w *blockingWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if len(w.written) >= w.n {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return w.countingWriter.Apply(ctx, obj, opts...)
+}
+
+// TestPlannedStopWritesEveryChangedHistory: a planned stop writes the checkpoint of every
+// history that changed since its last checkpoint, whatever the interval, and only those; past
+// its timeout it leaves the rest and says how many.
+func TestPlannedStopWritesEveryChangedHistory(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	objects := []client.Object{}
+	for _, name := range []string{"a", "b", "c"} {
+		objects = append(objects, podOf(name, name+"-1", "app"), ownedScaler(name, name))
+	}
+	w := newCheckpointWorld(t, t0, objects...)
+	p := w.newProducer(time.Hour)
+	read := func(at time.Time, names ...string) []PodUsage {
+		var out []PodUsage
+		for _, n := range names {
+			u := usageAt(at, "200m", "300Mi")
+			u.Pod = n + "-1"
+			out = append(out, u)
+		}
+		return out
+	}
+	w.cycle(p, read(t0, "a", "b", "c")...)
+	if got := len(w.writer.written); got != 3 {
+		t.Fatalf("%d first checkpoints, want 3", got)
+	}
+	// Ten more reads of a and b within the interval: the cycles write nothing.
+	for m := 1; m <= 10; m++ {
+		w.now = t0.Add(time.Duration(m) * time.Second)
+		w.cycle(p, read(w.now, "a", "b")...)
+	}
+	if got := len(w.writer.written); got != 3 {
+		t.Fatalf("%d checkpoints within the interval, want 3", got)
+	}
+	written, left := p.flushCheckpoints(context.Background())
+	if written != 2 || left != 0 || len(w.writer.written) != 5 {
+		t.Errorf("stop wrote %d and left %d (%d writes in all), want a and b written, 5 writes in all", written, left, len(w.writer.written))
+	}
+	for _, name := range []string{"a", "b"} {
+		if got := w.checkpoint(name).Status.Containers[0].Samples; got != 11 {
+			t.Errorf("%s's checkpoint holds %d samples, want all 11 reads", name, got)
+		}
+	}
+	// Nothing changed since: a second stop writes nothing.
+	if written, left := p.flushCheckpoints(context.Background()); written != 0 || left != 0 {
+		t.Errorf("second stop wrote %d and left %d, want nothing to do", written, left)
+	}
+
+	// A stop that runs out of time leaves what it could not write.
+	w.cycle(p, read(t0.Add(time.Minute), "a", "b", "c")...)
+	p.CheckpointWriter = &blockingWriter{n: 1}
+	p.CheckpointFlushTimeout = 200 * time.Millisecond
+	start := time.Now()
+	written, left = p.flushCheckpoints(context.Background())
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("stop took %s with a timeout of 200ms", took)
+	}
+	if written != 1 || left != 2 {
+		t.Errorf("stop wrote %d and left %d, want 1 written, 2 left", written, left)
 	}
 }
