@@ -23,12 +23,12 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 		controllers string
 		want        []string
 	}{
-		{"*", []string{"CronJob", "DaemonSet", "MyApp", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
+		{"*", []string{"CronJob", "DaemonSet", "MyApp", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
 		{"configmapwatcher", []string{"CronJob", "DaemonSet", "Deployment", "StatefulSet"}},
 		{"configmapwatcher-statefulsets", []string{"StatefulSet"}},
 		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "MyApp", "StatefulSet"}},
 		{"myapp", []string{"MyApp"}},
-		{"verticalscaler", []string{"CronJob", "DaemonSet", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
+		{"verticalscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
 			o := NewOptions()

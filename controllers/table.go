@@ -197,8 +197,8 @@ func Table() []Controller {
 				Source: recommender.Source,
 				On:     scaling.ReadsUsage,
 				New: func(mgr ctrl.Manager, _ *Options) (sources.Run, error) {
-					// Pods and PodMetrics are read per target, uncached: caching every Pod of
-					// the cluster would cost far more memory than the reads.
+					// PodMetrics are read per target, uncached; Pods come from the cache, where
+					// they are trimmed to what the verticalscaler reads.
 					usage, err := recommender.NewUsageReader(scaling.UsageSource, mgr.GetAPIReader())
 					if err != nil {
 						return nil, err
@@ -208,7 +208,7 @@ func Table() []Controller {
 					usageReports.Clear()
 					// Checkpoints are read uncached too: each once, after a restart or a leader
 					// change.
-					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetAPIReader(), Usage: usage, Interval: scaling.UsageInterval,
+					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetCache(), Informers: mgr.GetCache(), Usage: usage, Interval: scaling.UsageInterval,
 						Reports:            usageReports,
 						CheckpointInterval: scaling.CheckpointInterval, CheckpointWritesPerSecond: scaling.CheckpointWritesPerSecond,
 						CheckpointFlushTimeout: scaling.CheckpointFlushTimeout, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
@@ -217,7 +217,8 @@ func Table() []Controller {
 				},
 			}},
 			ReadsManagedFieldsOf: verticalscaler.ManagedFieldsKinds(),
-			Trims:                []Trim{{Object: &appsv1.ReplicaSet{}, Transform: verticalscaler.TrimReplicaSet}},
+			Trims: []Trim{{Object: &appsv1.ReplicaSet{}, Transform: verticalscaler.TrimReplicaSet},
+				{Object: &corev1.Pod{}, Transform: verticalscaler.TrimPod}},
 			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
 				discovery, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 				if err != nil {
@@ -237,14 +238,17 @@ func Table() []Controller {
 }
 
 // verticalScalerWatches are the verticalscaler's watches: every workload kind it knows, mapped
-// to the VerticalScalers that name an object through the index of targets.
+// to the VerticalScalers that name an object through the index of targets, and Pods, mapped to
+// the VerticalScalers whose recorded selector selects them. The Pod informer also feeds the
+// usage poller (Pods and their OOM kills).
 func verticalScalerWatches() []Watch {
-	watches := make([]Watch, 0, len(verticalscaler.TemplateKinds))
+	watches := make([]Watch, 0, len(verticalscaler.TemplateKinds)+1)
 	for _, k := range verticalscaler.TemplateKinds {
 		watches = append(watches, Watch{Object: k.New(), How: Maps, Map: verticalscaler.VerticalScalersOf(k),
 			Predicates: []predicate.Predicate{verticalscaler.WorkloadChanged(k)}})
 	}
-	return watches
+	return append(watches, Watch{Object: &corev1.Pod{}, How: Maps, Map: verticalscaler.VerticalScalersOfPod,
+		Predicates: []predicate.Predicate{verticalscaler.PodChanged()}})
 }
 
 // configMapWatcherRow is the configmapwatcher's row for the workload kind k: the opted-in

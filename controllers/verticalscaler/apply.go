@@ -196,3 +196,10 @@ func upperFirst(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// changesRunningPods says whether mode changes a target's running Pods themselves (by resize or
+// eviction), which the controller then follows through the Pod watch; a template write leaves
+// them to the workload's own controller.
+func changesRunningPods(mode v1alpha1.UpdateMode) bool {
+	return false
+}

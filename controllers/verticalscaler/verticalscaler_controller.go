@@ -31,7 +31,7 @@ const ControllerName = "verticalscaler"
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=metrics.k8s.io,resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -100,6 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			// Nothing to clean up on the target: it is not ours.
 			r.Reports.Forget(req.NamespacedName)
+			recordRecommendation(req.NamespacedName, nil)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -118,6 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := status.Update(ctx, r.Client, vs, func() { vs.Status = computeStatus(vs, obs) }); err != nil {
 		return ctrl.Result{}, err
 	}
+	recordRecommendation(req.NamespacedName, vs)
 	if obs.err != nil {
 		return ctrl.Result{}, obs.err
 	}

@@ -248,6 +248,23 @@ func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 	if d.ResourceVersion != before {
 		t.Errorf("Off mode wrote the Deployment: %v", d.Spec.Template.Spec.Containers[0].Resources)
 	}
+
+	// The recommendation is a gauge per container, resource and bound, gone with the
+	// VerticalScaler.
+	series := map[string]string{"namespace": ns, "verticalscaler": "web", "container": "app", "resource": "cpu", "bound": "target"}
+	if v, n, err := testenv.MetricValue("switchboard_verticalscaler_recommendation", series); err != nil || n != 1 || v != 0.4 {
+		t.Errorf("recommendation gauge %v (%d series, %v), want 0.4 cores", v, n, err)
+	}
+	if err := env.Client.Delete(context.Background(), vs); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, timeout, func() error {
+		_, n, err := testenv.MetricValue("switchboard_verticalscaler_recommendation", map[string]string{"namespace": ns})
+		if err != nil || n != 0 {
+			return fmt.Errorf("%d series of the deleted VerticalScaler (%v)", n, err)
+		}
+		return nil
+	})
 }
 
 // ownedContainerFields returns, per manager, the fields it owns in container "app".

@@ -321,3 +321,57 @@ func BenchmarkCheckpointSize(b *testing.B) {
 		b.ReportMetric(float64(w.bytes), "bytes/checkpoint")
 	}
 }
+
+// BenchmarkStatusWrites counts the status writes the poller's news causes, at most one per
+// VerticalScaler and cycle: SWITCHBOARD_BENCH_SCALERS VerticalScalers (10,000; 100 under
+// SWITCHBOARD_BENCH_SMOKE), each of its own Deployment of 2 Pods with 2 containers, read once a
+// minute over SWITCHBOARD_BENCH_HOURS (24) of a steady load (300m and 400Mi, 10% noise), each
+// report written into the status as the controller writes it. It reports the writes per
+// VerticalScaler and minute in the first hour and in the last, and the writes per second they
+// make for all of them.
+//
+//	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench StatusWrites -benchtime 1x
+func BenchmarkStatusWrites(b *testing.B) {
+	scalers := benchSetting("SWITCHBOARD_BENCH_SCALERS", 10000, 100)
+	hours := benchSetting("SWITCHBOARD_BENCH_HOURS", 24, 2)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for b.Loop() {
+		rng := rand.New(rand.NewPCG(11, 12))
+		list := make([]v1alpha1.VerticalScaler, scalers)
+		histories := make([]*targetHistory, scalers)
+		pods := make([][]corev1.Pod, scalers)
+		for d := range list {
+			name := fmt.Sprintf("web-%d", d)
+			list[d] = benchScaler(name)
+			histories[d] = &targetHistory{containers: map[string]*ContainerHistory{}}
+			pods[d] = benchPods(name, 2)
+		}
+		usage := make([]PodUsage, 2)
+		writesInHour := make([]int, hours)
+		for i := range hours * 60 {
+			now := t0.Add(time.Duration(i) * time.Minute)
+			for d := range list {
+				for j := range usage {
+					noise := func() float64 { return 1 + 0.1*(2*rng.Float64()-1) }
+					l := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(300*noise()), resource.DecimalSI),
+						corev1.ResourceMemory: *resource.NewQuantity(int64(400*noise())<<20, resource.BinarySI)}
+					usage[j] = PodUsage{Pod: pods[d][j].Name, Timestamp: now, Containers: map[string]corev1.ResourceList{"app": l, "proxy": l}}
+				}
+				perPod := histories[d].add(usage, pods[d], now)
+				r := report(&list[d], observation{histories: histories[d].containers, containers: perPod})
+				if r == nil {
+					continue
+				}
+				// As the controller writes it (no container policy bounds it).
+				list[d].Status.Recommendation = r.Recommendation
+				list[d].Status.Conditions = []metav1.Condition{r.Provided}
+				writesInHour[i/60]++
+			}
+		}
+		perScalerMinute := func(hour int) float64 { return float64(writesInHour[hour]) / float64(scalers) / 60 }
+		b.ReportMetric(perScalerMinute(0), "writes/scaler/minute-first-hour")
+		b.ReportMetric(perScalerMinute(hours-1), "writes/scaler/minute-last-hour")
+		b.ReportMetric(float64(writesInHour[0])/3600, "writes/s-first-hour")
+		b.ReportMetric(float64(writesInHour[hours-1])/3600, "writes/s-last-hour")
+	}
+}

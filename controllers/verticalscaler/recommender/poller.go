@@ -60,10 +60,14 @@ const DefaultReadTimeout = 10 * time.Second
 type UsageProducer struct {
 	// Cache lists VerticalScalers; the manager's cache.
 	Cache client.Reader
-	// Pods lists the Pods of a target; an uncached reader, as Usage's.
+	// Pods lists the Pods of a target: the manager's cache, which holds them trimmed.
 	Pods client.Reader
 	// Usage reads the Pods' usage.
 	Usage UsageReader
+	// Informers gives the Pod informer, whose updates bring OOM kills as they happen, and the
+	// VerticalScaler informer, whose updates say when the controller found a target, to read it
+	// at once; without it, the cycles' reads find both.
+	Informers Informers
 	// Interval is the time between two reads.
 	Interval time.Duration
 	// ReadTimeout bounds the reads of one target, and each read or write of a checkpoint;
@@ -110,6 +114,11 @@ type historyKey struct {
 // container name.
 type targetHistory struct {
 	containers map[string]*ContainerHistory
+	// selector selects the workload's Pods, and perPod is how many recommended containers a Pod
+	// of it has, as of the last read: what an OOM kill the Pod watch brings between two reads
+	// is matched and estimated with.
+	selector labels.Selector
+	perPod   int
 	// version counts the changes to the history, so that a checkpoint is written only when
 	// there is something new to write.
 	version uint64
@@ -127,7 +136,34 @@ type PodsUsageReader interface {
 // that changed since its last one, within CheckpointFlushTimeout, so that the next manager
 // loses nothing.
 func (p *UsageProducer) Run(ctx context.Context, producer *sources.Producer) error {
-	wait.JitterUntilWithContext(ctx, func(ctx context.Context) { p.cycle(ctx, producer) }, p.Interval, sources.PeriodicJitter, true)
+	kills, stopWatchingKills, err := p.watchOOMKills(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopWatchingKills()
+	found, stopWatchingTargets, err := p.watchFoundTargets(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopWatchingTargets()
+	// The first cycle at once, then one an interval (with jitter) after each; OOM kills in
+	// between as they come.
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case k := <-kills:
+			p.recordKill(ctx, producer, k)
+		case key := <-found:
+			p.readTarget(ctx, producer, key)
+		case <-timer.C:
+			p.cycle(ctx, producer)
+			timer.Reset(wait.Jitter(p.Interval, sources.PeriodicJitter))
+		}
+	}
 	if !sources.PlannedStop(ctx) {
 		return nil
 	}
@@ -272,8 +308,9 @@ func (p *UsageProducer) observe(ctx context.Context, key historyKey, scalers []*
 		}
 		p.histories[key] = h
 	}
-	containers := h.add(usage, pods, p.now())
-	return &observation{histories: h.containers, containers: containers}
+	h.selector = selector
+	h.perPod = h.add(usage, pods, p.now())
+	return &observation{histories: h.containers, containers: h.perPod}
 }
 
 // readTimeout bounds each read of one target, and each read or write of a checkpoint.
@@ -357,14 +394,6 @@ func runningRequests(pod *corev1.Pod) map[string]corev1.ResourceList {
 // listed Pod has, else as many as the history holds (no Pod runs: a CronJob between its Jobs, a
 // workload scaled to zero keep their history).
 func (h *targetHistory) add(usage []PodUsage, pods []corev1.Pod, now time.Time) int {
-	history := func(name string) *ContainerHistory {
-		c := h.containers[name]
-		if c == nil {
-			c = NewContainerHistory()
-			h.containers[name] = c
-		}
-		return c
-	}
 	requests := make(map[string]map[string]corev1.ResourceList, len(pods))
 	recommended := map[string]bool{}
 	perPod := 0
@@ -379,7 +408,7 @@ func (h *targetHistory) add(usage []PodUsage, pods []corev1.Pod, now time.Time) 
 	changed := false
 	for _, pod := range usage {
 		for name, u := range pod.Containers {
-			if r, ok := requests[pod.Pod][name]; ok && history(name).AddSample(pod.Pod, u, r, pod.Timestamp) {
+			if r, ok := requests[pod.Pod][name]; ok && h.history(name).AddSample(pod.Pod, u, r, pod.Timestamp) {
 				changed = true
 			}
 		}
@@ -388,7 +417,8 @@ func (h *targetHistory) add(usage []PodUsage, pods []corev1.Pod, now time.Time) 
 	for i := range pods {
 		pod := &pods[i]
 		for _, kill := range oomKills(pod) {
-			if recommended[kill.container] && history(kill.container).RecordOOM(pod.Name, kill.finishedAt, kill.requestBytes) {
+			if recommended[kill.container] && h.history(kill.container).RecordOOM(pod.Name, kill.finishedAt, kill.requestBytes) {
+				oomKillsTotal.WithLabelValues("read").Inc()
 				changed = true
 			}
 		}
@@ -410,6 +440,16 @@ func (h *targetHistory) add(usage []PodUsage, pods []corev1.Pod, now time.Time) 
 		perPod = len(h.containers)
 	}
 	return perPod
+}
+
+// history returns the history of container name, new when there is none yet.
+func (h *targetHistory) history(name string) *ContainerHistory {
+	c := h.containers[name]
+	if c == nil {
+		c = NewContainerHistory()
+		h.containers[name] = c
+	}
+	return c
 }
 
 // oomKill is one container termination for lack of memory.

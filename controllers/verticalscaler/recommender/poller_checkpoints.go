@@ -235,9 +235,11 @@ func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1
 			break
 		}
 		if err := p.writeCheckpoint(ctx, c.vs, c.h, now); err != nil {
+			checkpointWritesTotal.WithLabelValues("cycle", "failed").Inc()
 			failed.add(err)
 			continue
 		}
+		checkpointWritesTotal.WithLabelValues("cycle", "written").Inc()
 		p.written[client.ObjectKeyFromObject(c.vs)] = checkpointMark{at: now, target: c.vs.Spec.Target().Key(), version: c.h.version}
 	}
 	failed.log(ctx, "Writing checkpoints failed; they are tried again on a later cycle")
@@ -297,9 +299,11 @@ feed:
 	var failed failures
 	for r := range results {
 		if r.err != nil {
+			checkpointWritesTotal.WithLabelValues("stop", "failed").Inc()
 			failed.add(r.err)
 			continue
 		}
+		checkpointWritesTotal.WithLabelValues("stop", "written").Inc()
 		p.written[r.key] = r.mark
 		written++
 	}

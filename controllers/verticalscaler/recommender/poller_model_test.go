@@ -185,3 +185,35 @@ func TestOOMKillsOldestFirst(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestNewKillsAreTheOnesTheUpdateAdds: a Pod update brings the kills its new state shows and its
+// old one did not, of the recommended containers only.
+func TestNewKillsAreTheOnesTheUpdateAdds(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	first := pod("web-1", "512Mi", oomKilled(t0))
+	second := pod("web-1", "512Mi", oomKilled(t0.Add(time.Minute)))
+	plain := pod("web-1", "512Mi")
+	other := pod("web-1", "512Mi", oomKilled(t0))
+	other.Status.ContainerStatuses[0].Name = "migrate"
+	other.Spec.InitContainers = []corev1.Container{{Name: "migrate"}}
+	for _, tc := range []struct {
+		name           string
+		older, newer   *corev1.Pod
+		wantFinishedAt []time.Time
+	}{
+		{"a first kill", plain, first, []time.Time{t0}},
+		{"the same kill again", first, first, nil},
+		{"a second kill", first, second, []time.Time{t0.Add(time.Minute)}},
+		{"a plain init container's kill", plain, other, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []time.Time
+			for _, k := range newKills(tc.older, tc.newer) {
+				got = append(got, k.finishedAt)
+			}
+			if diff := cmp.Diff(tc.wantFinishedAt, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
