@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -173,6 +174,34 @@ type ContainerPolicy struct {
 	// +optional
 	// +kubebuilder:default=RequestsAndLimits
 	ControlledValues ControlledValues `json:"controlledValues,omitempty"`
+
+	// OOMBumpUpRatio is how much more memory than it had a container killed for lack of memory
+	// needs, as a ratio: the memory it ran with (its request, or its peak usage if higher) times
+	// this, unless OOMMinBumpUp asks for more. At least 1; default 1.2, the Vertical Pod
+	// Autoscaler's.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1')) >= 0",message="must be at least 1"
+	OOMBumpUpRatio *resource.Quantity `json:"oomBumpUpRatio,omitempty"`
+
+	// OOMMinBumpUp is the least memory added after an OOM kill. Default 100Mi, the Vertical Pod
+	// Autoscaler's; 0 with an oomBumpUpRatio of 1 makes OOM kills raise nothing.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('-1'))",message="must not be negative"
+	OOMMinBumpUp *resource.Quantity `json:"oomMinBumpUp,omitempty"`
+
+	// MemoryAggregationInterval is the window of which each Pod's container contributes one
+	// memory sample, its peak; memory is sized for the peaks. Default 24h, the Vertical Pod
+	// Autoscaler's; at least a minute.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be at least 1m"
+	MemoryAggregationInterval *metav1.Duration `json:"memoryAggregationInterval,omitempty"`
+
+	// MemoryAggregationIntervalCount is how many windows the history keeps: a container without
+	// a sample for that many is forgotten. Default 8.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MemoryAggregationIntervalCount *int32 `json:"memoryAggregationIntervalCount,omitempty"`
 }
 
 // ControlledResource is a resource a VerticalScaler may set.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,9 +106,28 @@ type UsageProducer struct {
 	written map[types.NamespacedName]checkpointMark
 }
 
-// historyKey names a history: the target's namespace and key (Kind.group/name).
+// historyKey names a history: the target's namespace and key (Kind.group/name), and the history
+// configuration of its VerticalScalers (historyConfigKey): VerticalScalers of one target that
+// aggregate memory or answer OOM kills differently keep histories of their own.
 type historyKey struct {
-	Namespace, Target string
+	Namespace, Target, Config string
+}
+
+// historyConfigKey is the part of spec that shapes a history, in a canonical form: each
+// container policy's OOM bump and memory aggregation, for the policies that set any; empty when
+// none does, the default.
+func historyConfigKey(spec *v1alpha1.VerticalScalerSpec) string {
+	var parts []string
+	for _, p := range spec.ContainerPolicies {
+		if p.OOMBumpUpRatio == nil && p.OOMMinBumpUp == nil && p.MemoryAggregationInterval == nil && p.MemoryAggregationIntervalCount == nil {
+			continue
+		}
+		c := HistoryConfigFor(p)
+		parts = append(parts, fmt.Sprintf("%s:%g/%g/%s/%d", p.ContainerName, c.OOMBumpUpRatio, c.OOMMinBumpUpBytes,
+			c.MemoryAggregationInterval, c.MemoryAggregationIntervals))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
 }
 
 // targetHistory is the usage history of the recommended containers of one workload's Pods, by
@@ -119,6 +139,11 @@ type targetHistory struct {
 	// is matched and estimated with.
 	selector labels.Selector
 	perPod   int
+	// spec holds the container policies of the history's VerticalScalers when they configure
+	// it otherwise than by default (configs caches each container's, by name); nil for the
+	// default.
+	spec    *v1alpha1.VerticalScalerSpec
+	configs map[string]*HistoryConfig
 	// version counts the changes to the history, so that a checkpoint is written only when
 	// there is something new to write.
 	version uint64
@@ -207,7 +232,7 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 	named := map[historyKey]bool{}
 	for i := range list.Items {
 		vs := &list.Items[i]
-		named[historyKey{Namespace: vs.Namespace, Target: vs.Spec.Target().Key()}] = true
+		named[historyKey{Namespace: vs.Namespace, Target: vs.Spec.Target().Key(), Config: historyConfigKey(&vs.Spec)}] = true
 		if key, ok := targetOf(vs); ok {
 			byTarget[key] = append(byTarget[key], vs)
 			continue
@@ -283,7 +308,7 @@ func targetOf(vs *v1alpha1.VerticalScaler) (historyKey, bool) {
 	if vs.Status.Target != target || vs.Status.TargetSelector == nil {
 		return historyKey{}, false
 	}
-	return historyKey{Namespace: vs.Namespace, Target: target}, true
+	return historyKey{Namespace: vs.Namespace, Target: target, Config: historyConfigKey(&vs.Spec)}, true
 }
 
 // observe reads the Pods of one target and their usage into its history. One whose usage cannot
@@ -306,6 +331,7 @@ func (p *UsageProducer) observe(ctx context.Context, key historyKey, scalers []*
 			restores.add(err)
 			return &observation{skip: true}
 		}
+		h.configure(&scalers[0].Spec)
 		p.histories[key] = h
 	}
 	h.selector = selector
@@ -446,10 +472,38 @@ func (h *targetHistory) add(usage []PodUsage, pods []corev1.Pod, now time.Time) 
 func (h *targetHistory) history(name string) *ContainerHistory {
 	c := h.containers[name]
 	if c == nil {
-		c = NewContainerHistory()
+		c = NewContainerHistoryWith(h.configOf(name))
 		h.containers[name] = c
 	}
 	return c
+}
+
+// configOf returns the history configuration of container name: the default without a spec.
+func (h *targetHistory) configOf(name string) *HistoryConfig {
+	if h.spec == nil {
+		return &DefaultHistoryConfig
+	}
+	if c, ok := h.configs[name]; ok {
+		return c
+	}
+	c := HistoryConfigFor(ContainerPolicyFor(h.spec, name))
+	if h.configs == nil {
+		h.configs = map[string]*HistoryConfig{}
+	}
+	h.configs[name] = &c
+	return &c
+}
+
+// configure makes h's containers keep their history as spec's container policies say. A spec
+// that asks for the defaults is not kept: most histories cost no memory for it.
+func (h *targetHistory) configure(spec *v1alpha1.VerticalScalerSpec) {
+	h.spec, h.configs = nil, nil
+	if historyConfigKey(spec) != "" {
+		h.spec = &v1alpha1.VerticalScalerSpec{ContainerPolicies: spec.DeepCopy().ContainerPolicies}
+	}
+	for name, c := range h.containers {
+		c.Configure(h.configOf(name))
+	}
 }
 
 // oomKill is one container termination for lack of memory.

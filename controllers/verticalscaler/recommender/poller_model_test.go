@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -24,15 +25,17 @@ type pollerWorld struct {
 	p       *UsageProducer
 	ch      <-chan event.GenericEvent
 	cycleFn func()
+	// now is the producer's clock.
+	now time.Time
 }
 
 func newPollerWorld(t *testing.T, now time.Time, objects ...client.Object) *pollerWorld {
 	c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(objects...).
 		WithStatusSubresource(&v1alpha1.VerticalScaler{}).Build()
 	registry := newTestRegistry(t, 10)
-	w := &pollerWorld{t: t, c: c, usage: &fakeUsage{}, reports: &Reports{}, ch: registry.Subscribe(Source, "verticalscaler")}
+	w := &pollerWorld{t: t, c: c, usage: &fakeUsage{}, reports: &Reports{}, ch: registry.Subscribe(Source, "verticalscaler"), now: now}
 	w.p = &UsageProducer{Cache: c, Pods: c, Usage: w.usage, Reports: w.reports,
-		Now: func() time.Time { return now }, ReadTimeout: 100 * time.Millisecond}
+		Now: func() time.Time { return w.now }, ReadTimeout: 100 * time.Millisecond}
 	w.cycleFn = func() { w.p.cycle(context.Background(), registry.Producer(Source)) }
 	return w
 }
@@ -215,5 +218,64 @@ func TestNewKillsAreTheOnesTheUpdateAdds(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestHistoryConfigPerVerticalScaler: a VerticalScaler's container policy sets the OOM bump and
+// the memory aggregation window of its history; another VerticalScaler of the same target with
+// the defaults keeps a history of its own.
+func TestHistoryConfigPerVerticalScaler(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	custom, def := scaler("custom", "web"), scaler("default", "web")
+	ratio, none, hour := resource.MustParse("2"), resource.MustParse("0"), metav1.Duration{Duration: time.Hour}
+	custom.Spec.ContainerPolicies = []v1alpha1.ContainerPolicy{{ContainerName: "*", OOMBumpUpRatio: &ratio, OOMMinBumpUp: &none,
+		MemoryAggregationInterval: &hour, MemoryAggregationIntervalCount: new(int32(3))}}
+	w := newPollerWorld(t, t0, custom, def, pod("web-1", "512Mi"))
+	sample := func(at time.Duration, memory string) PodUsage {
+		return PodUsage{Pod: "web-1", Timestamp: t0.Add(at), Containers: map[string]corev1.ResourceList{"app": list("100m", memory)}}
+	}
+	w.cycle(sample(0, "400Mi"))
+	w.now = t0.Add(2 * time.Hour)
+	got := w.cycle(sample(2*time.Hour, "200Mi"))
+	histories := map[string]*ContainerHistory{}
+	for key, h := range w.p.histories {
+		histories[key.Config] = h.containers["app"]
+	}
+	if len(histories) != 2 {
+		t.Fatalf("%d histories, want one per configuration", len(histories))
+	}
+	// Windows of an hour: two peaks, where a day's window holds one.
+	if n := len(peaks(histories[historyConfigKey(&custom.Spec)])); n != 2 {
+		t.Errorf("custom: %d memory peaks over two hours, want 2", n)
+	}
+	if n := len(peaks(histories[""])); n != 1 {
+		t.Errorf("default: %d memory peaks over two hours, want 1", n)
+	}
+	asController(t, w.c, custom, got["custom"])
+	asController(t, w.c, def, got["default"])
+
+	// An OOM kill: 512Mi × 2, no minimum, for custom (1Gi, in the bucket ending at 1028Mi,
+	// +15%: 1182Mi); max(512Mi + 100Mi, 512Mi × 1.2) for the default (729Mi).
+	killed := t0.Add(2*time.Hour + time.Minute)
+	if err := w.c.Status().Update(context.Background(), pod("web-1", "512Mi", oomKilled(killed))); err != nil {
+		t.Fatal(err)
+	}
+	got = w.cycle(sample(3*time.Hour, "200Mi"))
+	for name, want := range map[string]string{"custom": "1182Mi", "default": "729Mi"} {
+		if got[name] == nil {
+			t.Errorf("%s: no news after the kill", name)
+			continue
+		}
+		if m := got[name].Recommendation.ContainerRecommendations[0].Target.Memory().String(); m != want {
+			t.Errorf("%s: memory after the kill %s, want %s", name, m, want)
+		}
+	}
+	// After three windows without a sample, the custom history forgets the container.
+	w.now = t0.Add(7 * time.Hour)
+	w.cycle()
+	for key, h := range w.p.histories {
+		if _, kept := h.containers["app"]; kept != (key.Config == "") {
+			t.Errorf("history %q keeps app after 4 hours without a sample: %v", key.Config, kept)
+		}
 	}
 }
