@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -220,12 +220,13 @@ func Table() []Controller {
 			Trims: []Trim{{Object: &appsv1.ReplicaSet{}, Transform: verticalscaler.TrimReplicaSet},
 				{Object: &corev1.Pod{}, Transform: verticalscaler.TrimPod}},
 			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
-				discovery, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+				clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 				if err != nil {
-					return nil, fmt.Errorf("creating the discovery client: %w", err)
+					return nil, fmt.Errorf("creating the clientset: %w", err)
 				}
 				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports,
-					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName), Discovery: discovery}, nil
+					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName), Discovery: clientset.Discovery(),
+					CoreV1: clientset.CoreV1().RESTClient(), Limits: scaling.UpdateLimits()}, nil
 			},
 		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of

@@ -107,10 +107,27 @@ const (
 	ReasonWaitingForMinApplyInterval = "WaitingForMinApplyInterval"
 	// ReasonApplyFailed: writing the recommendation to the target failed.
 	ReasonApplyFailed = "ApplyFailed"
-	// ReasonTemplateNotWritable: the mode writes Pod templates, and writing the target's would
-	// not replace its Pods (a ReplicaSet), or the target has none the controller can write (a
-	// custom workload).
-	ReasonTemplateNotWritable = "TemplateNotWritable"
+	// ReasonAppliedAtAdmission: updateMode is Initial: the admission policy gives the
+	// recommendation to Pods as they are created, and running Pods are left alone.
+	ReasonAppliedAtAdmission = "AppliedAtAdmission"
+	// ReasonUpdating: running Pods are being changed: resizes the kubelet has not finished, or
+	// evicted Pods whose replacements are not ready yet.
+	ReasonUpdating = "Updating"
+	// ReasonEvictionRequirements: a request is off, but the change does not meet
+	// spec.updatePolicy.evictionRequirements.
+	ReasonEvictionRequirements = "EvictionRequirements"
+	// ReasonMinReplicas: a Pod would be evicted, but the target has fewer live Pods than
+	// minReplicas.
+	ReasonMinReplicas = "MinReplicas"
+	// ReasonDisruptionLimit: a Pod would be evicted, but as many of the target's Pods as
+	// --max-unavailable-per-workload allows are unavailable already.
+	ReasonDisruptionLimit = "DisruptionLimit"
+	// ReasonRateLimited: a Pod would be changed, but the manager-wide rate limit of changes to
+	// running Pods (--pod-update-rate-limit) holds it back for now.
+	ReasonRateLimited = "RateLimited"
+	// ReasonPodDisruptionBudget: the Eviction API refused to evict a Pod: a PodDisruptionBudget
+	// allows no disruption now.
+	ReasonPodDisruptionBudget = "PodDisruptionBudget"
 	// ReasonRecommendationCurrent is the reason of a VerticalScaler's Ready=True: the
 	// recommendation is current (and, in a mode that applies it, applied).
 	ReasonRecommendationCurrent = "Ready"
@@ -121,6 +138,16 @@ const (
 	// ReasonRecommendationApplied: the controller wrote the recommendation to the target's Pod
 	// template (Normal); the note says which requests moved from what to what.
 	ReasonRecommendationApplied = "RecommendationApplied"
+	// ReasonPodResized: the controller resized a running Pod in place (Normal); the note says
+	// which requests moved.
+	ReasonPodResized = "PodResized"
+	// ReasonPodEvicted: the controller evicted a Pod through the Eviction API (Normal), to be
+	// replaced at the recommended size; the note says why.
+	ReasonPodEvicted = "PodEvicted"
+	// ReasonResizeFailed: the kubelet reports a resize Infeasible, or Deferred or in progress
+	// past its timeout, or the API server refused it (Warning); the Pod is evicted when the
+	// guards allow.
+	ReasonResizeFailed = "ResizeFailed"
 	// ReasonCheckpointInvalid: the VerticalScalerCheckpoint of the VerticalScaler could not be
 	// read back (another version of the encoding, or data that does not decode), so its usage
 	// history starts over (Warning); the note says why. The next checkpoint replaces it.

@@ -6,18 +6,77 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// UpdateMode says whether a VerticalScaler only recommends or also applies.
-// +kubebuilder:validation:Enum=Off;Auto
+// UpdateMode says whether and how a VerticalScaler applies its recommendation: the Vertical Pod
+// Autoscaler's modes.
+// +kubebuilder:validation:Enum=Off;Initial;Recreate;InPlaceOrRecreate;Auto
 type UpdateMode string
 
 // The update modes.
 const (
 	// UpdateModeOff writes the recommendation to status only.
 	UpdateModeOff UpdateMode = "Off"
-	// UpdateModeAuto also writes the recommendation to the Deployment's containers, which rolls
-	// its Pods.
+	// UpdateModeInitial gives the recommendation to the Pods created from now on (through the
+	// admission policy), and never changes a running Pod.
+	UpdateModeInitial UpdateMode = "Initial"
+	// UpdateModeRecreate replaces the Pods whose requests are off: it writes the Pod template of
+	// a workload whose own controller then replaces its Pods (Deployment, StatefulSet,
+	// DaemonSet, CronJob), and evicts, through the Eviction API, the Pods of the others
+	// (ReplicaSet, custom workloads), which the admission policy sizes as they come back.
+	UpdateModeRecreate UpdateMode = "Recreate"
+	// UpdateModeInPlaceOrRecreate resizes running Pods in place through their resize
+	// subresource, without a restart, and evicts one only when the kubelet reports its resize
+	// Infeasible, or Deferred or in progress past a timeout; new Pods get the recommendation at
+	// admission. It never writes the workload's Pod template.
+	UpdateModeInPlaceOrRecreate UpdateMode = "InPlaceOrRecreate"
+	// UpdateModeAuto is Recreate, as in the Vertical Pod Autoscaler, which deprecates the name.
 	UpdateModeAuto UpdateMode = "Auto"
 )
+
+// ChangeRequirement is a direction of change of a request, which an EvictionRequirement asks
+// for.
+// +kubebuilder:validation:Enum=TargetHigherThanRequests;TargetLowerThanRequests
+type ChangeRequirement string
+
+// The change requirements.
+const (
+	// TargetHigherThanRequests: the recommendation raises the request.
+	TargetHigherThanRequests ChangeRequirement = "TargetHigherThanRequests"
+	// TargetLowerThanRequests: the recommendation lowers the request.
+	TargetLowerThanRequests ChangeRequirement = "TargetLowerThanRequests"
+)
+
+// EvictionRequirement is a condition a running Pod's change must meet, as the Vertical Pod
+// Autoscaler's: it holds when, for at least one of its resources and one container, the
+// recommended target moves the request in the direction it names.
+type EvictionRequirement struct {
+	// Resources are the resources the requirement looks at.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	Resources []ControlledResource `json:"resources"`
+	// ChangeRequirement is the direction of change that lets the Pod be changed.
+	// +required
+	ChangeRequirement ChangeRequirement `json:"changeRequirement"`
+}
+
+// UpdatePolicy guards the changes to a target's running Pods.
+type UpdatePolicy struct {
+	// MinReplicas is the least number of the target's live Pods for the controller to evict
+	// one; default --min-replicas (2), as the Vertical Pod Autoscaler's. A resize in place
+	// needs none.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// EvictionRequirements must all hold for a running Pod to be changed, by eviction or by a
+	// resize in place: with [{resources: [memory], changeRequirement: TargetHigherThanRequests}]
+	// only a rise of memory changes a Pod, and a fall waits for its next replacement.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	EvictionRequirements []EvictionRequirement `json:"evictionRequirements,omitempty"`
+}
 
 // ControlledValues says which of a container's resource values a VerticalScaler sets.
 // +kubebuilder:validation:Enum=RequestsOnly;RequestsAndLimits
@@ -53,10 +112,16 @@ type VerticalScalerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a Deployment name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	DeploymentName string `json:"deploymentName,omitempty"`
 
-	// UpdateMode is Off (recommend only) or Auto (also apply to the Deployment).
+	// UpdateMode is Off (recommend only), Initial (size new Pods), Recreate (replace the Pods
+	// whose requests are off), InPlaceOrRecreate (resize running Pods in place, replacing one
+	// only when it cannot be resized), or Auto, which is Recreate.
 	// +optional
 	// +kubebuilder:default=Off
 	UpdateMode UpdateMode `json:"updateMode,omitempty"`
+
+	// UpdatePolicy guards the changes to the target's running Pods.
+	// +optional
+	UpdatePolicy *UpdatePolicy `json:"updatePolicy,omitempty"`
 
 	// ContainerPolicies bound and scope the recommendation per container; containerName "*"
 	// applies to every container without a policy of its own. At most 7: the API server's

@@ -31,16 +31,30 @@
 // Recommended: the Pod template's containers and its native sidecars (init containers with
 // restartPolicy Always); plain init containers are not (recommender.RecommendedContainers).
 //
-// Owns on the target's Pod template in Auto mode (Deployments, StatefulSets, DaemonSets,
-// CronJobs), through server-side apply under the field manager "verticalscaler": only the
-// template's containers[name].resources and, for native sidecars, initContainers[name].resources,
-// and within them only the controlled resources' requests (and, with RequestsAndLimits, their
-// limits scaled in proportion to the requests). Every other field, an image set by myapp, Helm
-// or Argo CD, keeps its manager. Every write rolls the Pods, so a write happens only when a
-// request is more than recommender.Tolerance off the recommendation and MinApplyInterval has
-// passed since the last one (status.lastAppliedTime); an unchanged recommendation writes
-// nothing. Each write is a RecommendationApplied Event on the VerticalScaler naming the requests
-// that moved.
+// Update modes (the Vertical Pod Autoscaler's): Off recommends only; Initial leaves running
+// Pods alone (new ones get the recommendation at admission); Recreate, and Auto, which is
+// Recreate, write the Pod template of the kinds whose own controller then replaces the Pods
+// (Deployments, StatefulSets, DaemonSets, CronJobs) and evict the Pods of the others
+// (ReplicaSets, custom workloads) through the Eviction API; InPlaceOrRecreate resizes running
+// Pods through their resize subresource and evicts one only when its resize is refused, reported
+// Infeasible, or Deferred or in progress past --in-place-deferred-resize-timeout and
+// --in-place-resize-timeout (update.go). Every change is guarded: a request is changed only when
+// it lies outside [lowerBound, upperBound] or, after EnoughHistory, more than
+// recommender.Tolerance off the target (offRequests); spec.updatePolicy.evictionRequirements
+// must hold; an eviction needs minReplicas live Pods and fewer than
+// --max-unavailable-per-workload unavailable ones; resizes and evictions share the manager's
+// rate limit (--pod-update-rate-limit); a Pod template is written, and a Pod resized, at most
+// once per --min-apply-interval. What held a change back is the Applied condition's reason and
+// counts in switchboard_verticalscaler_skipped_applies_total.
+//
+// Owns on the target's Pod template in Recreate and Auto modes, through server-side apply under
+// the field manager "verticalscaler": only the template's containers[name].resources and, for
+// native sidecars, initContainers[name].resources, and within them only the controlled
+// resources' requests (and, with RequestsAndLimits, their limits scaled in proportion to the
+// requests). Every other field, an image set by myapp, Helm or Argo CD, keeps its manager. Each
+// write is a RecommendationApplied Event on the VerticalScaler naming the requests that were
+// off. In InPlaceOrRecreate, it writes Pods' resize subresources (PodResized Events) and
+// evicts Pods (PodEvicted Events), never the template.
 //
 // Owns a VerticalScalerCheckpoint per VerticalScaler, of its name, written by the usage poller
 // (server-side apply, field manager "verticalscaler") with the VerticalScaler as its controller

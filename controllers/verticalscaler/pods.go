@@ -107,7 +107,7 @@ func VerticalScalersOfPod(reader client.Reader) handler.MapFunc {
 		var requests []reconcile.Request
 		for i := range list.Items {
 			vs := &list.Items[i]
-			if !changesRunningPods(vs.Spec.UpdateMode) || vs.Status.TargetSelector == nil {
+			if !changesRunningPods(vs) || vs.Status.TargetSelector == nil {
 				continue
 			}
 			selector, err := metav1.LabelSelectorAsSelector(vs.Status.TargetSelector)

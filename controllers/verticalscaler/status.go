@@ -95,7 +95,7 @@ func appliedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condi
 		c.Reason, c.Message = v1alpha1.ReasonNoRecommendation, "There is no recommendation to apply yet"
 	default:
 		c.Reason, c.Message = obs.apply.reason, obs.apply.message
-		if obs.apply.reason == v1alpha1.ReasonApplied {
+		if obs.apply.reason == v1alpha1.ReasonApplied || obs.apply.reason == v1alpha1.ReasonAppliedAtAdmission {
 			c.Status = metav1.ConditionTrue
 		}
 	}

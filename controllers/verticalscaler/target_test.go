@@ -94,12 +94,7 @@ func newWorkload(t *testing.T, ns, kind, name string) v1alpha1.TargetReference {
 // newTargetScaler creates a VerticalScaler of ref in Off mode.
 func newTargetScaler(t *testing.T, ns, name string, ref v1alpha1.TargetReference) *v1alpha1.VerticalScaler {
 	t.Helper()
-	vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeOff}}
-	if err := env.Client.Create(context.Background(), vs); err != nil {
-		t.Fatal(err)
-	}
-	return vs
+	return newTargetScalerWith(t, ns, name, v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeOff})
 }
 
 // TestEveryKindIsSized: a VerticalScaler of each workload kind finds its target, records the
@@ -240,6 +235,38 @@ func TestEveryKindIsWatched(t *testing.T) {
 				t.Fatal(fmt.Errorf("deleting %s: %w", ref.Key(), err))
 			}
 			waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
+		})
+	}
+}
+
+// TestRecreateWritesTheTemplateOfEveryRollingKind: Recreate writes the recommendation to the
+// Pod template of every kind whose own controller then replaces its Pods.
+func TestRecreateWritesTheTemplateOfEveryRollingKind(t *testing.T) {
+	env.StartManager(t, annotationUsage...)
+	ns := env.Namespace(t, "vs-")
+	for _, kind := range []string{"StatefulSet", "DaemonSet", "CronJob"} {
+		t.Run(kind, func(t *testing.T) {
+			name := "recreated-" + strings.ToLower(kind)
+			ref := newWorkload(t, ns, kind, name)
+			newPod(t, ns, name, "cpu=500m,memory=300Mi")
+			vs := newTargetScalerWith(t, ns, name, v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeRecreate})
+			waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionTrue, v1alpha1.ReasonApplied)
+			obj := &unstructured.Unstructured{}
+			obj.SetAPIVersion(ref.APIVersion)
+			obj.SetKind(ref.Kind)
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+				t.Fatal(err)
+			}
+			path := []string{"spec", "template", "spec", "containers"}
+			if kind == "CronJob" {
+				path = []string{"spec", "jobTemplate", "spec", "template", "spec", "containers"}
+			}
+			containers, _, _ := unstructured.NestedSlice(obj.Object, path...)
+			requests, _, _ := unstructured.NestedStringMap(containers[0].(map[string]any), "resources", "requests")
+			want := vs.Status.Recommendation.ContainerRecommendations[0].Target
+			if requests["cpu"] != want.Cpu().String() || requests["memory"] != want.Memory().String() {
+				t.Errorf("the Pod template requests %v, want the recommendation %v", requests, want)
+			}
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,8 @@ const ControllerName = "verticalscaler"
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=metrics.k8s.io,resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -47,6 +50,14 @@ type Reconciler struct {
 	// Discovery tells a custom workload that does not exist from one whose kind has no scale
 	// subresource, which the API server both answers with 404.
 	Discovery discovery.DiscoveryInterface
+	// Limits guard the changes to running Pods.
+	Limits UpdateLimits
+	// CoreV1 is the REST client of the core API group, which evicts Pods without retrying a
+	// refusal.
+	CoreV1 rest.Interface
+
+	// resizes remembers when each Pod was last resized.
+	resizes resizeLog
 }
 
 // VerticalScalersOf returns the map function of the watch of kind: an object maps to the
@@ -111,9 +122,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	obs := observation{target: target, problem: problem, report: r.report(req.NamespacedName, vs.Spec.Target().Key())}
 	if target != nil {
 		r.recommend(vs, &obs)
-		if writesTemplate(vs.Spec.UpdateMode) && obs.recommendation != nil {
-			state, err := r.applyRecommendation(ctx, vs, target, obs.recommendation)
-			obs.apply, obs.err = &state, err
+		if obs.recommendation != nil {
+			obs.apply, obs.err = r.apply(ctx, vs, target, obs.recommendation)
 		}
 	}
 	if err := status.Update(ctx, r.Client, vs, func() { vs.Status = computeStatus(vs, obs) }); err != nil {
@@ -161,4 +171,26 @@ func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 		}
 	}
 	obs.recommendation = recommend(&vs.Spec, obs.target.key, containers, policy, estimates)
+}
+
+// apply applies rec as vs's update mode says; nil when the mode applies nothing itself.
+func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) (*applyState, error) {
+	var state applyState
+	var err error
+	switch vs.Spec.UpdateMode {
+	case v1alpha1.UpdateModeInitial:
+		state = applyState{reason: v1alpha1.ReasonAppliedAtAdmission,
+			message: "updateMode is Initial: Pods get the recommendation as they are created, running Pods are left alone"}
+	case v1alpha1.UpdateModeRecreate, v1alpha1.UpdateModeAuto:
+		if w.object != nil && w.kind.RollsOnTemplateChange {
+			state, err = r.writeTemplate(ctx, vs, w, rec)
+		} else {
+			state, err = r.updatePods(ctx, vs, w, rec, false)
+		}
+	case v1alpha1.UpdateModeInPlaceOrRecreate:
+		state, err = r.updatePods(ctx, vs, w, rec, true)
+	default:
+		return nil, nil
+	}
+	return &state, err
 }
