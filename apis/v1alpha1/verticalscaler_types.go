@@ -286,6 +286,17 @@ type VerticalScalerStatus struct {
 	// +optional
 	TargetSelector *metav1.LabelSelector `json:"targetSelector,omitempty"`
 
+	// PodResources are the resources the verticalscaler's admission policy
+	// (config/components/verticalscaler/pod_resources_policy.yaml) gives the containers of the
+	// target's Pods as they are created: the recommendation, bounded by the container policies,
+	// as the Pod template's containers would carry it (limits scaled as the template's). Set in
+	// every mode but Off.
+	// +optional
+	// +listType=map
+	// +listMapKey=containerName
+	// +kubebuilder:validation:MaxItems=32
+	PodResources []ContainerResources `json:"podResources,omitempty"`
+
 	// Recommendation is the latest recommendation, kept when metrics become unavailable.
 	// +optional
 	Recommendation *Recommendation `json:"recommendation,omitempty"`
@@ -308,6 +319,20 @@ type VerticalScalerStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ContainerResources are the resources of one container.
+type ContainerResources struct {
+	// ContainerName is the container's name: a container, or a native sidecar (an init
+	// container with restartPolicy Always).
+	ContainerName string `json:"containerName"`
+	// Requests are the controlled resources' requests.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// Limits are the controlled resources' limits, for the containers whose limits are scaled
+	// with their requests.
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
 
 // Recommendation holds one recommendation per container.

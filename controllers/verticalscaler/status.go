@@ -43,6 +43,7 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 		// Made for the workload the VerticalScaler named before: not this one's.
 		status.Recommendation = nil
 	}
+	status.PodResources = obs.podResources
 	provided := providedCondition(vs, obs)
 	set(provided.Type, provided.Status == metav1.ConditionTrue, provided.Reason, provided.Message)
 

@@ -2,11 +2,13 @@ package verticalscaler
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -96,6 +98,8 @@ type observation struct {
 	recommendation *v1alpha1.Recommendation
 	// policyProblems name the policies that do not fit the target's Pods.
 	policyProblems []string
+	// podResources are what the admission policy gives new Pods' containers; nil in Off mode.
+	podResources []v1alpha1.ContainerResources
 	// apply is what happened in a mode that applies; nil otherwise, or when nothing was
 	// attempted.
 	apply *applyState
@@ -122,7 +126,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	obs := observation{target: target, problem: problem, report: r.report(req.NamespacedName, vs.Spec.Target().Key())}
 	if target != nil {
 		r.recommend(vs, &obs)
-		if obs.recommendation != nil {
+		if obs.recommendation != nil && vs.Spec.UpdateMode != v1alpha1.UpdateModeOff && vs.Spec.UpdateMode != "" {
+			if obs.podResources, err = r.podResources(ctx, vs, target, obs.recommendation); err != nil {
+				return ctrl.Result{}, err
+			}
 			obs.apply, obs.err = r.apply(ctx, vs, target, obs.recommendation)
 		}
 	}
@@ -193,4 +200,37 @@ func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *
 		return nil, nil
 	}
 	return &state, err
+}
+
+// podResources are the resources the admission policy gives the containers of the target's new
+// Pods: the recommendation bounded by the container policies, as desiredResources makes it of
+// the containers of the Pod template, or for a custom kind, whose template the controller
+// cannot read, of a running Pod's.
+func (r *Reconciler) podResources(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) ([]v1alpha1.ContainerResources, error) {
+	var spec *corev1.PodSpec
+	if template := w.template(); template != nil {
+		spec = &template.Spec
+	} else {
+		selector, err := metav1.LabelSelectorAsSelector(w.selector)
+		if err != nil {
+			return nil, fmt.Errorf("the Pod selector of %s: %w", w.key, err)
+		}
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(vs.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, fmt.Errorf("listing the Pods of %s: %w", w.key, err)
+		}
+		if len(pods.Items) == 0 {
+			return nil, nil
+		}
+		spec = &pods.Items[0].Spec
+	}
+	containers := recommender.RecommendedContainers(spec)
+	desired := desiredResourcesOf(&vs.Spec, containers, rec)
+	var out []v1alpha1.ContainerResources
+	for _, c := range containers {
+		if d, ok := desired[c.Name]; ok {
+			out = append(out, v1alpha1.ContainerResources{ContainerName: c.Name, Requests: d.Requests, Limits: d.Limits})
+		}
+	}
+	return out, nil
 }

@@ -133,7 +133,9 @@ In another terminal:
   kubectl patch configmap sample-config --type=merge -p '{"data":{"GREETING":"hello again"}}'
   kubectl get pods -w                         # the sample's Pods roll with the new config
   kubectl top pods                            # usage kwok emulates (a day every 10 minutes), after about a minute
-  kubectl get vs -w                           # the sample's recommendation, within one to two minutes
+  kubectl get vs -w                           # the samples' recommendations, within one to two minutes
+  kubectl get pods -l app=resized -w -o custom-columns='NAME:.metadata.name,CPU:.spec.containers[0].resources.requests.cpu,MEMORY:.spec.containers[0].resources.requests.memory,RUNNING CPU:.status.containerStatuses[0].resources.requests.cpu,RESTARTS:.status.containerStatuses[0].restartCount'
+                                              # resized in place: new requests, same Pods, no restart
   kubectl get events --sort-by=.lastTimestamp
 
 Starting the manager with every default controller. Ctrl-C stops the manager and the cluster.

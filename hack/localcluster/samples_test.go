@@ -10,14 +10,16 @@ import (
 )
 
 // TestSamples checks that the samples parse and hold what `make run` promises: a ConfigMap, a
-// MyApp taking its environment from it, and a VerticalScaler naming that MyApp's Deployment.
+// MyApp taking its environment from it, a VerticalScaler naming that MyApp's Deployment, and a
+// Deployment whose Pods a VerticalScaler resizes in place.
 func TestSamples(t *testing.T) {
 	data, err := readKustomization(filepath.Join("..", "..", "config", "samples"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(data)
-	for _, want := range []string{"kind: ConfigMap", "name: sample-config", "kind: MyApp", "- configMapName: sample-config", "kind: VerticalScaler", "deploymentName: sample"} {
+	for _, want := range []string{"kind: ConfigMap", "name: sample-config", "kind: MyApp", "- configMapName: sample-config", "kind: VerticalScaler", "deploymentName: sample",
+		"name: resized", "updateMode: InPlaceOrRecreate"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("samples lack %q:\n%s", want, text)
 		}
