@@ -59,7 +59,13 @@ func createScalers(b *testing.B, ns string, n int) {
 }
 
 // createMany creates the n objects newObject makes, with a few writers at once.
-func createMany(b *testing.B, n int, newObject func(i int) client.Object) {
+func createMany(b testing.TB, n int, newObject func(i int) client.Object) {
+	b.Helper()
+	inParallel(b, n, func(i int) error { return env.Client.Create(context.Background(), newObject(i)) })
+}
+
+// inParallel calls do(0..n-1) with a few callers at once, and fails b on the first error.
+func inParallel(b testing.TB, n int, do func(i int) error) {
 	b.Helper()
 	const writers = 8
 	var wg sync.WaitGroup
@@ -67,7 +73,7 @@ func createMany(b *testing.B, n int, newObject func(i int) client.Object) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := w; i < n; i += writers {
-				if err := env.Client.Create(context.Background(), newObject(i)); err != nil {
+				if err := do(i); err != nil {
 					errs <- err
 					return
 				}

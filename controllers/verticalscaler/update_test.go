@@ -43,7 +43,7 @@ var createTestNode = sync.OnceValue(func() error {
 
 // runningPod creates Pod name of workload app (labelled app: app), bound to testNode and ready,
 // as the kubelet would report it, whose container "app" requests requests and uses usage.
-func runningPod(t *testing.T, ns, app, name string, requests corev1.ResourceList, usage string) *corev1.Pod {
+func runningPod(t testing.TB, ns, app, name string, requests corev1.ResourceList, usage string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	if err := createTestNode(); err != nil {
