@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
 // TrimPod keeps of a Pod what the verticalscaler reads, when it alone watches Pods: the cache
@@ -41,7 +40,7 @@ func TrimPod(obj any) (any, error) {
 			ContainerStatuses: trimStatuses(pod.Status.ContainerStatuses), InitContainerStatuses: trimStatuses(pod.Status.InitContainerStatuses)},
 	}
 	for k, v := range pod.Annotations {
-		if strings.HasPrefix(k, recommender.UsageAnnotationPrefix) {
+		if strings.HasPrefix(k, v1alpha1.UsageAnnotationPrefix) {
 			if out.Annotations == nil {
 				out.Annotations = map[string]string{}
 			}

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/compare"
-	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
 // TestTrimPodKeepsWhatTheVerticalScalerReads: the selector's labels, the usage annotations, the
@@ -21,7 +21,7 @@ func TestTrimPodKeepsWhatTheVerticalScalerReads(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "u", ResourceVersion: "7", Generation: 2,
 			Labels:        map[string]string{"app": "web"},
-			Annotations:   map[string]string{recommender.UsageAnnotationPrefix + "app": "cpu=1", "checksum/config": "abc"},
+			Annotations:   map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=1", "checksum/config": "abc"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "app:v1",
 			Env: []corev1.EnvVar{{Name: "A", Value: "b"}}, Resources: corev1.ResourceRequirements{Requests: list("100m", "128Mi")}}}},
@@ -40,7 +40,7 @@ func TestTrimPodKeepsWhatTheVerticalScalerReads(t *testing.T) {
 	}
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "u", ResourceVersion: "7", Generation: 2,
-			Labels: map[string]string{"app": "web"}, Annotations: map[string]string{recommender.UsageAnnotationPrefix + "app": "cpu=1"}},
+			Labels: map[string]string{"app": "web"}, Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=1"}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app",
 			Resources: corev1.ResourceRequirements{Requests: list("100m", "128Mi")}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, ObservedGeneration: 2, Conditions: []corev1.PodCondition{
@@ -74,7 +74,7 @@ func TestWhichPodEventsReachTheMapFunction(t *testing.T) {
 	}{
 		{"nothing", base.DeepCopy(), false},
 		{"usage annotation", changed(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{recommender.UsageAnnotationPrefix + "app": "cpu=1"}
+			p.Annotations = map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=1"}
 		}), false},
 		{"resized", changed(func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = list("200m", "") }), true},
 		{"resize reported", changed(func(p *corev1.Pod) {

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -51,7 +50,7 @@ func runningPod(t testing.TB, ns, app, name string, requests corev1.ResourceList
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app},
-			Annotations: map[string]string{recommender.UsageAnnotationPrefix + "app": usage}},
+			Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": usage}},
 		Spec: corev1.PodSpec{NodeName: testNode, Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1",
 			Resources: corev1.ResourceRequirements{Requests: requests}}}},
 	}
