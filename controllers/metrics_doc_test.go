@@ -122,6 +122,15 @@ func servedMetrics(t *testing.T) []string {
 	if err := env.Client.Create(ctx, scaler); err != nil {
 		t.Fatal(err)
 	}
+	// A Pod of the MyApp's Deployment reporting usage: the verticalscaler recommends, and serves
+	// the recommendation.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0",
+		Labels:      map[string]string{"app.kubernetes.io/name": "myapp", "app.kubernetes.io/instance": app.Name},
+		Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=100m,memory=64Mi"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 	postTrigger(t, trigger, "s3cret", "myapp", ns, app.Name)
 
 	var names []string
@@ -131,7 +140,8 @@ func servedMetrics(t *testing.T) []string {
 			return err
 		}
 		names = families
-		for _, want := range []string{"switchboard_source_events_total", "controller_runtime_reconcile_time_seconds", "rest_client_requests_total"} {
+		for _, want := range []string{"switchboard_source_events_total", "controller_runtime_reconcile_time_seconds", "rest_client_requests_total",
+			"switchboard_verticalscaler_recommendation"} {
 			if !slices.Contains(names, want) {
 				return fmt.Errorf("%s not served yet", want)
 			}

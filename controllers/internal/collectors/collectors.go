@@ -22,3 +22,14 @@ func Register[C prometheus.Collector](c C) C {
 	}
 	return c
 }
+
+// Counters registers the counter vector of opts and labels, and creates its series of each
+// label value set of values at 0, so that they are served from the start: an alert on a rate
+// sees the first increase, and a dashboard lists every reason before one happens.
+func Counters(opts prometheus.CounterOpts, labels []string, values ...[]string) *prometheus.CounterVec {
+	vec := Register(prometheus.NewCounterVec(opts, labels))
+	for _, v := range values {
+		vec.WithLabelValues(v...)
+	}
+	return vec
+}
