@@ -190,6 +190,7 @@ bench-configmapwatcher: envtest-assets ## Run the configmapwatcher's benchmarks 
 bench-smoke: envtest-assets ## Run every benchmark once at a small size, so that they cannot rot (CI runs this).
 	@mkdir -p bench/tmp
 	{ SWITCHBOARD_BENCH_SMOKE=1 SWITCHBOARD_BENCH_MYAPPS=20 SWITCHBOARD_BENCH_WRITES=20 SWITCHBOARD_BENCH_STEADY=3 SWITCHBOARD_BENCH_AFTER=1 \
+		SWITCHBOARD_BENCH_WORKLOADS=5 SWITCHBOARD_BENCH_PODS=100 \
 		go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m $(BENCH_PKGS) && \
 	  for m in $(BENCH_MODULES); do (cd $$m && go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m ./...) || exit 1; done; } \
 		> bench/tmp/smoke-raw.txt 2>&1 || { tail -50 bench/tmp/smoke-raw.txt; exit 1; }

@@ -88,9 +88,9 @@ func TestOnlyEnabledControllersIndexesAreRegistered(t *testing.T) {
 		controllers string
 		want        map[string]bool // index field -> registered
 	}{
-		{"*", map[string]bool{indexers.VerticalScalerDeploymentNameField: true, indexers.WorkloadSourcesField: true}},
-		{"myapp", map[string]bool{indexers.VerticalScalerDeploymentNameField: false, indexers.WorkloadSourcesField: false}},
-		{"verticalscaler", map[string]bool{indexers.VerticalScalerDeploymentNameField: true, indexers.WorkloadSourcesField: false}},
+		{"*", map[string]bool{indexers.VerticalScalerTargetField: true, indexers.WorkloadSourcesField: true}},
+		{"myapp", map[string]bool{indexers.VerticalScalerTargetField: false, indexers.WorkloadSourcesField: false}},
+		{"verticalscaler", map[string]bool{indexers.VerticalScalerTargetField: true, indexers.WorkloadSourcesField: false}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
 			m := env.StartManager(t, "--controllers="+tc.controllers)
@@ -98,8 +98,8 @@ func TestOnlyEnabledControllersIndexesAreRegistered(t *testing.T) {
 				t.Fatal("cache did not sync")
 			}
 			got := map[string]bool{
-				indexers.VerticalScalerDeploymentNameField: m.GetCache().List(ctx, &v1alpha1.VerticalScalerList{},
-					client.MatchingFields{indexers.VerticalScalerDeploymentNameField: "x"}) == nil,
+				indexers.VerticalScalerTargetField: m.GetCache().List(ctx, &v1alpha1.VerticalScalerList{},
+					client.MatchingFields{indexers.VerticalScalerTargetField: "x"}) == nil,
 				indexers.WorkloadSourcesField: m.GetCache().List(ctx, &appsv1.DeploymentList{},
 					client.MatchingFields{indexers.WorkloadSourcesField: "x"}) == nil,
 			}
@@ -153,8 +153,8 @@ func TestAllControllersTogether(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
 			return err
 		}
-		if c := findCondition(vs.Status.Conditions, v1alpha1.ConditionDeploymentFound); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("DeploymentFound = %+v", c)
+		if c := findCondition(vs.Status.Conditions, v1alpha1.ConditionTargetFound); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("TargetFound = %+v", c)
 		}
 		return nil
 	})

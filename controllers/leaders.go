@@ -155,7 +155,7 @@ func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Option
 	for _, g := range w.groups {
 		lease := leases.LeaseName(LeaseNamePrefix, g.name)
 		election := manager.RunnableFunc(func(ctx context.Context) error {
-			return replica.Run(ctx, g.name, lease, w.term(g))
+			return replica.Run(ctx, g.name, lease, w.term(ctx, g))
 		})
 		if err := mgr.Add(unelected{election}); err != nil {
 			return nil, fmt.Errorf("adding the election of %s: %w", g.name, err)
@@ -193,8 +193,10 @@ func (w *electedWiring) standby(controller string) (leader string, standby bool)
 
 // term returns what this replica runs while it leads g: fresh controllers built from g's rows,
 // the periodic resync of those controllers, and their own producers. It returns once all have
-// stopped.
-func (w *electedWiring) term(g group) leases.Term {
+// stopped, and the Lease is released only then. A term that ends because shutdown (the
+// election's own context) ended is a planned stop for the producers, which may save their
+// state before the Lease goes; one that ends because the Lease was lost is not.
+func (w *electedWiring) term(shutdown context.Context, g group) leases.Term {
 	return func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -216,6 +218,7 @@ func (w *electedWiring) term(g group) leases.Term {
 		}
 		// As on the manager, a producer that fails stops everything (here: the term).
 		ctx = ctrl.LoggerInto(ctx, log)
+		ctx = sources.WithPlannedStop(ctx, func() bool { return shutdown.Err() != nil })
 		var producers sync.WaitGroup
 		var producerErrs []error
 		var mu sync.Mutex

@@ -126,6 +126,15 @@ func servedMetrics(t *testing.T) []string {
 	if err := env.Client.Create(ctx, scaler); err != nil {
 		t.Fatal(err)
 	}
+	// A Pod of the MyApp's Deployment reporting usage: the verticalscaler recommends, and serves
+	// the recommendation.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0",
+		Labels:      map[string]string{"app.kubernetes.io/name": "myapp", "app.kubernetes.io/instance": app.Name},
+		Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=100m,memory=64Mi"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 	postTrigger(t, trigger, "s3cret", "myapp", ns, app.Name)
 	// A roll of the MyApp's Deployment, once the configmapwatcher has recorded it.
 	testenv.Eventually(t, time.Minute, func() error {
@@ -151,7 +160,7 @@ func servedMetrics(t *testing.T) []string {
 		}
 		names = families
 		for _, want := range []string{"switchboard_source_events_total", "controller_runtime_reconcile_time_seconds", "rest_client_requests_total",
-			"switchboard_configmapwatcher_rolls_total"} {
+			"switchboard_configmapwatcher_rolls_total", "switchboard_verticalscaler_recommendation"} {
 			if !slices.Contains(names, want) {
 				return fmt.Errorf("%s not served yet", want)
 			}

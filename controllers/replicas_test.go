@@ -291,8 +291,8 @@ func waitConverged(t *testing.T, ns string, n int, replicas int32) {
 			if err := env.Client.Get(ctx, key, vs); err != nil {
 				return err
 			}
-			if c := findCondition(vs.Status.Conditions, v1alpha1.ConditionDeploymentFound); c == nil || c.Status != metav1.ConditionTrue {
-				return fmt.Errorf("VerticalScaler %s: DeploymentFound %+v", key.Name, c)
+			if c := findCondition(vs.Status.Conditions, v1alpha1.ConditionTargetFound); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("VerticalScaler %s: TargetFound %+v", key.Name, c)
 			}
 		}
 		return nil
@@ -553,31 +553,9 @@ func TestScopeSwitchRollout(t *testing.T) {
 // again, sees low usage again, so only b's checkpoint can tell it of the high: its first
 // checkpoint must hold it.
 func TestReelectedLeaderResumesFromTheCheckpoint(t *testing.T) {
-	ctx := context.Background()
 	ns := env.Namespace(t, "reelected-")
 	const low, high = "cpu=100m,memory=100Mi", "cpu=2,memory=100Mi"
-	labels := map[string]string{"app": "web"}
-	container := corev1.Container{Name: "app", Image: "registry.example.com/app:v1"}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0", Labels: labels,
-			Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": low}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{container}},
-	}
-	objs := []client.Object{
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{container}}},
-		}},
-		pod,
-		&v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-			Spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web", UpdateMode: v1alpha1.UpdateModeOff}},
-	}
-	for _, obj := range objs {
-		if err := env.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pod := newSizedWeb(t, ns, low)
 	args := []string{"--controllers=verticalscaler", "--watch-namespaces=" + ns, "--resync-interval=0",
 		"--usage-source=pod-annotations", "--usage-interval=200ms", "--checkpoint-interval=1s"}
 	anyHistory := func(*v1alpha1.VerticalScalerCheckpoint, *v1alpha1.ContainerCheckpoint) error { return nil }
@@ -633,6 +611,92 @@ func TestReelectedLeaderResumesFromTheCheckpoint(t *testing.T) {
 	if topBucket(first.CPU) < topBucket(fromB.CPU) || first.Samples <= fromB.Samples {
 		t.Errorf("a's first checkpoint when leading again holds %d CPU samples up to bucket %d; want b's history (%d samples, up to bucket %d) and more",
 			first.Samples, topBucket(first.CPU), fromB.Samples, topBucket(fromB.CPU))
+	}
+}
+
+// newSizedWeb creates in ns the Deployment "web", its Pod "web-0", whose container "app" reports
+// usage to the pod-annotations usage source, and the VerticalScaler "web" of it in Off mode. It
+// returns the Pod.
+func newSizedWeb(t *testing.T, ns, usage string) *corev1.Pod {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	container := corev1.Container{Name: "app", Image: "registry.example.com/app:v1"}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0", Labels: labels,
+			Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": usage}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{container}},
+	}
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{container}}},
+		}},
+		pod,
+		&v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web", UpdateMode: v1alpha1.UpdateModeOff}},
+	}
+	for _, obj := range objs {
+		if err := env.Client.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pod
+}
+
+// TestReleasedLeaseHandsOverEveryRead: a leader of the verticalscaler that stops gracefully
+// writes, before it releases the Lease, the checkpoint of every history that changed since its
+// last one, here every read but the first (the interval is an hour); the replica that takes
+// the Lease over recommends from all of them.
+func TestReleasedLeaseHandsOverEveryRead(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "released-")
+	pod := newSizedWeb(t, ns, "cpu=300m,memory=200Mi")
+	args := []string{"--controllers=verticalscaler", "--watch-namespaces=" + ns, "--resync-interval=0",
+		"--usage-source=pod-annotations", "--usage-interval=200ms", "--checkpoint-interval=1h"}
+	a := startReplicas(t, "a", 1, ns, nil, args...)[0]
+	waitHeld(t, ns, 30*time.Second, "", "verticalscaler")
+	b := startReplicas(t, "b", 1, ns, nil, args...)[0]
+	waitStatusSamples(t, ns, 1)
+	// A few more reads, then none: a's history stops at n samples, which a fresh status says.
+	time.Sleep(2 * time.Second)
+	delete(pod.Annotations, v1alpha1.UsageAnnotationPrefix+"app")
+	if err := env.Client.Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	clearStatus(t, ns)
+	n := waitStatusSamples(t, ns, 5)
+	_, before := waitCheckpoint(t, ns, func(*v1alpha1.VerticalScalerCheckpoint, *v1alpha1.ContainerCheckpoint) error { return nil })
+	if before.Samples >= n {
+		t.Fatalf("the checkpoint holds %d samples before the stop, want fewer than %d: the interval is an hour", before.Samples, n)
+	}
+
+	a.manager.Stop()
+	if got := waitHeld(t, ns, 20*time.Second, a.id, "verticalscaler")["verticalscaler"]; got != b.id {
+		t.Fatalf("the verticalscaler Lease went to %s, want %s", got, b.id)
+	}
+	_, after := waitCheckpoint(t, ns, func(*v1alpha1.VerticalScalerCheckpoint, *v1alpha1.ContainerCheckpoint) error { return nil })
+	if after.Samples != n {
+		t.Errorf("after a released the Lease the checkpoint holds %d samples, want all %d", after.Samples, n)
+	}
+	clearStatus(t, ns)
+	if got := waitStatusSamples(t, ns, 1); got != n {
+		t.Errorf("b recommends from %d samples, want all %d of a's reads", got, n)
+	}
+}
+
+// clearStatus clears the status of the VerticalScaler "web" of ns: the leader's poller then
+// reports afresh what its history says.
+func clearStatus(t *testing.T, ns string) {
+	t.Helper()
+	vs := &v1alpha1.VerticalScaler{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, vs); err != nil {
+		t.Fatal(err)
+	}
+	vs.Status = v1alpha1.VerticalScalerStatus{}
+	if err := env.Client.Status().Update(context.Background(), vs); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -818,7 +882,9 @@ func TestConfigMapWatcherLeaderChangeRollsOnlyWhatChanged(t *testing.T) {
 	first.cut.Store(true)
 	testenv.Eventually(t, 20*time.Second, func() error {
 		for name, role := range readyRoles(t, probe) {
-			if strings.HasPrefix(name, group) && role != controllers.RoleStandby {
+			// The Rollouts row idles without its CRD, leader or not.
+			idle := strings.HasPrefix(role, controllers.RoleIdle)
+			if strings.HasPrefix(name, group) && role != controllers.RoleStandby && !idle {
 				return fmt.Errorf("%s is %s for %s", first.id, role, name)
 			}
 		}

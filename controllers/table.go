@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -221,19 +222,16 @@ func Table() []Controller {
 			EnabledByDefault: true,
 			For:              &v1alpha1.VerticalScaler{},
 			ForPredicates:    []predicate.Predicate{predicate.GenerationChangedPredicate{}},
-			Watches: []Watch{
-				{Object: &appsv1.Deployment{}, How: Maps, Map: verticalscaler.VerticalScalersFor,
-					Predicates: []predicate.Predicate{verticalscaler.DeploymentChanged()}},
-			},
-			Indexes: []indexers.Index{indexers.VerticalScalerByDeploymentName},
-			Sources: []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
-			Flags:   scaling,
+			Watches:          verticalScalerWatches(),
+			Indexes:          []indexers.Index{indexers.VerticalScalerByTarget},
+			Sources:          []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
+			Flags:            scaling,
 			Producers: []Producer{{
 				Source: recommender.Source,
 				On:     scaling.ReadsUsage,
 				New: func(mgr ctrl.Manager, _ *Options) (sources.Run, error) {
-					// Pods and PodMetrics are read per targeted Deployment, uncached: caching
-					// every Pod of the cluster would cost far more memory than the reads.
+					// PodMetrics are read per target, uncached; Pods come from the cache, where
+					// they are trimmed to what the verticalscaler reads.
 					usage, err := recommender.NewUsageReader(scaling.UsageSource, mgr.GetAPIReader())
 					if err != nil {
 						return nil, err
@@ -243,17 +241,25 @@ func Table() []Controller {
 					usageReports.Clear()
 					// Checkpoints are read uncached too: each once, after a restart or a leader
 					// change.
-					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetAPIReader(), Usage: usage, Interval: scaling.UsageInterval,
-						Threshold: recommender.Tolerance, Reports: usageReports,
-						CheckpointInterval: scaling.CheckpointInterval, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
+					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetCache(), Informers: mgr.GetCache(), Usage: usage, Interval: scaling.UsageInterval,
+						Reports:            usageReports,
+						CheckpointInterval: scaling.CheckpointInterval, CheckpointWritesPerSecond: scaling.CheckpointWritesPerSecond,
+						CheckpointFlushTimeout: scaling.CheckpointFlushTimeout, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
 						FieldManager: verticalscaler.ControllerName, Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}
 					return poller.Run, nil
 				},
 			}},
-			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}},
+			ReadsManagedFieldsOf: verticalscaler.ManagedFieldsKinds(),
+			Trims: []Trim{{Object: &appsv1.ReplicaSet{}, Transform: verticalscaler.TrimReplicaSet},
+				{Object: &corev1.Pod{}, Transform: verticalscaler.TrimPod}},
 			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
+				clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+				if err != nil {
+					return nil, fmt.Errorf("creating the clientset: %w", err)
+				}
 				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports,
-					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}, nil
+					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName), Discovery: clientset.Discovery(),
+					CoreV1: clientset.CoreV1().RESTClient(), Limits: scaling.UpdateLimits()}, nil
 			},
 		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of
@@ -266,6 +272,20 @@ func Table() []Controller {
 		configMapWatcherRow(reload, reloadOptions, configmapwatcher.Jobs, false),
 		configMapWatcherRow(reload, reloadOptions, configmapwatcher.Rollouts, true),
 	}
+}
+
+// verticalScalerWatches are the verticalscaler's watches: every workload kind it knows, mapped
+// to the VerticalScalers that name an object through the index of targets, and Pods, mapped to
+// the VerticalScalers whose recorded selector selects them. The Pod informer also feeds the
+// usage poller (Pods and their OOM kills).
+func verticalScalerWatches() []Watch {
+	watches := make([]Watch, 0, len(verticalscaler.TemplateKinds)+1)
+	for _, k := range verticalscaler.TemplateKinds {
+		watches = append(watches, Watch{Object: k.New(), How: Maps, Map: verticalscaler.VerticalScalersOf(k),
+			Predicates: []predicate.Predicate{verticalscaler.WorkloadChanged(k)}})
+	}
+	return append(watches, Watch{Object: &corev1.Pod{}, How: Maps, Map: verticalscaler.VerticalScalersOfPod,
+		Predicates: []predicate.Predicate{verticalscaler.PodChanged()}})
 }
 
 // configMapWatcherRow is the configmapwatcher's row for the workload kind k: the workloads of

@@ -39,19 +39,20 @@ func (i Index) String() string {
 // Field keys. They look like field paths so that a reader knows where the value comes from, but
 // they are only names: the API server knows nothing of them.
 const (
-	// VerticalScalerDeploymentNameField indexes VerticalScalers by spec.deploymentName.
-	VerticalScalerDeploymentNameField = "spec.deploymentName"
+	// VerticalScalerTargetField indexes VerticalScalers by the workload they name (spec.targetRef,
+	// or spec.deploymentName), as Kind.group/name: v1alpha1.TargetReference.Key.
+	VerticalScalerTargetField = "spec.targetRef"
 	// WorkloadSourcesField indexes opted-in workloads by the ConfigMaps and Secrets they may
 	// roll on, as "ConfigMap/NAME" and "Secret/NAME", and under "ConfigMap/*" and "Secret/*"
 	// when names of that kind count through a regular expression (see podrefs.Selection).
 	WorkloadSourcesField = "spec.template.sources"
 )
 
-// VerticalScalerByDeploymentName finds the VerticalScalers that name a Deployment.
-var VerticalScalerByDeploymentName = Index{
+// VerticalScalerByTarget finds the VerticalScalers that name a workload.
+var VerticalScalerByTarget = Index{
 	Object:  &v1alpha1.VerticalScaler{},
-	Field:   VerticalScalerDeploymentNameField,
-	Extract: VerticalScalerDeploymentName,
+	Field:   VerticalScalerTargetField,
+	Extract: VerticalScalerTarget,
 }
 
 // WorkloadsBySource is the index of the opted-in workloads of obj's kind (a Deployment,
@@ -65,13 +66,17 @@ func WorkloadsBySource(obj client.Object, autoReloadAll func() bool) Index {
 	}}
 }
 
-// VerticalScalerDeploymentName returns the Deployment a VerticalScaler names, if any.
-func VerticalScalerDeploymentName(obj client.Object) []string {
+// VerticalScalerTarget returns the key of the workload a VerticalScaler names, if any.
+func VerticalScalerTarget(obj client.Object) []string {
 	vs, ok := obj.(*v1alpha1.VerticalScaler)
-	if !ok || vs.Spec.DeploymentName == "" {
+	if !ok {
 		return nil
 	}
-	return []string{vs.Spec.DeploymentName}
+	target := vs.Spec.Target()
+	if target.Name == "" {
+		return nil
+	}
+	return []string{target.Key()}
 }
 
 // WorkloadSources returns the values a workload (a kind podrefs.PodTemplate knows) is indexed

@@ -46,10 +46,10 @@ func TestRegisterEachIndexOnce(t *testing.T) {
 		want    []string
 	}{
 		{name: "none", indexes: nil, want: nil},
-		{name: "one", indexes: []Index{VerticalScalerByDeploymentName}, want: []string{"VerticalScaler:spec.deploymentName"}},
+		{name: "one", indexes: []Index{VerticalScalerByTarget}, want: []string{"VerticalScaler:spec.targetRef"}},
 		{name: "same index from two controllers",
-			indexes: []Index{deployments, VerticalScalerByDeploymentName, deployments, WorkloadsBySource(&batchv1.CronJob{}, never)},
-			want:    []string{"Deployment:spec.template.sources", "VerticalScaler:spec.deploymentName", "CronJob:spec.template.sources"}},
+			indexes: []Index{deployments, VerticalScalerByTarget, deployments, WorkloadsBySource(&batchv1.CronJob{}, never)},
+			want:    []string{"Deployment:spec.template.sources", "VerticalScaler:spec.targetRef", "CronJob:spec.template.sources"}},
 		{name: "an unstructured kind", indexes: []Index{WorkloadsBySource(rollout(), never)}, want: []string{"Rollout:spec.template.sources"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,22 +66,31 @@ func TestRegisterEachIndexOnce(t *testing.T) {
 
 func TestRegisterNamesTheFailingIndex(t *testing.T) {
 	r := &recordingIndexer{fail: errors.New("boom")}
-	err := Register(context.Background(), r, VerticalScalerByDeploymentName)
-	if err == nil || err.Error() != "registering index VerticalScaler:spec.deploymentName: boom" {
+	err := Register(context.Background(), r, VerticalScalerByTarget)
+	if err == nil || err.Error() != "registering index VerticalScaler:spec.targetRef: boom" {
 		t.Errorf("error = %v", err)
 	}
 }
 
-func TestVerticalScalerDeploymentName(t *testing.T) {
-	vs := &v1alpha1.VerticalScaler{Spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web"}}
-	if diff := cmp.Diff([]string{"web"}, VerticalScalerDeploymentName(vs)); diff != "" {
-		t.Error(diff)
-	}
-	if got := VerticalScalerDeploymentName(&v1alpha1.VerticalScaler{}); got != nil {
-		t.Errorf("empty name indexed as %v", got)
-	}
-	if got := VerticalScalerDeploymentName(&appsv1.Deployment{}); got != nil {
-		t.Errorf("wrong kind indexed as %v", got)
+func TestVerticalScalerTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  client.Object
+		want []string
+	}{
+		{"deploymentName", &v1alpha1.VerticalScaler{Spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web"}}, []string{"Deployment.apps/web"}},
+		{"targetRef", &v1alpha1.VerticalScaler{Spec: v1alpha1.VerticalScalerSpec{
+			TargetRef: &v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"}}}, []string{"StatefulSet.apps/db"}},
+		{"custom kind", &v1alpha1.VerticalScaler{Spec: v1alpha1.VerticalScalerSpec{
+			TargetRef: &v1alpha1.TargetReference{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "web"}}}, []string{"Rollout.argoproj.io/web"}},
+		{"no name", &v1alpha1.VerticalScaler{}, nil},
+		{"wrong kind", &appsv1.Deployment{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, VerticalScalerTarget(tc.obj)); diff != "" {
+				t.Error(diff)
+			}
+		})
 	}
 }
 

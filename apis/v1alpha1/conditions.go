@@ -58,21 +58,29 @@ const (
 
 // VerticalScaler condition types, besides ConditionReady.
 const (
-	// ConditionDeploymentFound is True when the Deployment named by spec.deploymentName exists.
+	// ConditionTargetFound is True when the workload the spec names exists and is one the
+	// verticalscaler can size.
+	ConditionTargetFound = "TargetFound"
+	// ConditionDeploymentFound was TargetFound's type before targets other than Deployments;
+	// the controller removes it from the status of a VerticalScaler written by such a release.
 	ConditionDeploymentFound = "DeploymentFound"
 	// ConditionRecommendationProvided is True when usage metrics gave a recommendation.
 	ConditionRecommendationProvided = "RecommendationProvided"
-	// ConditionApplied is True when the Deployment's containers carry the recommendation
-	// (always False in updateMode Off).
+	// ConditionApplied is True when the target carries the recommendation (always False in
+	// updateMode Off).
 	ConditionApplied = "Applied"
 )
 
 // Reasons of a VerticalScaler's conditions.
 const (
-	// ReasonDeploymentFound: the Deployment named by spec.deploymentName exists.
-	ReasonDeploymentFound = "DeploymentFound"
-	// ReasonDeploymentNotFound: the Deployment named by spec.deploymentName does not exist.
-	ReasonDeploymentNotFound = "DeploymentNotFound"
+	// ReasonTargetFound: the workload the spec names exists and can be sized.
+	ReasonTargetFound = "TargetFound"
+	// ReasonTargetNotFound: the workload the spec names does not exist.
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonTargetUnsupported: the spec names a kind the verticalscaler cannot size (not a
+	// known workload kind, and no custom kind with a scale subresource that has a label
+	// selector), or a workload without a way to select its Pods; the message says which.
+	ReasonTargetUnsupported = "TargetUnsupported"
 	// ReasonRecommended: usage samples gave a recommendation.
 	ReasonRecommended = "Recommended"
 	// ReasonMetricsUnavailable: reading usage failed (metrics-server answered with an error,
@@ -84,31 +92,62 @@ const (
 	// ReasonMetricsTimeout: reading usage took longer than the poller allows; the last
 	// recommendation is kept.
 	ReasonMetricsTimeout = "MetricsTimeout"
-	// ReasonNoUsageYet: no usage of the Deployment's Pods has been read yet.
+	// ReasonNoUsageYet: no usage of the target's Pods has been read yet.
 	ReasonNoUsageYet = "NoUsageYet"
-	// ReasonContainerNotFound: a container policy names a container the Deployment lacks, or
-	// one of its plain init containers, which get no recommendation.
+	// ReasonContainerNotFound: a container policy names a container the target's Pods lack, or
+	// one of their plain init containers, which get no recommendation.
 	ReasonContainerNotFound = "ContainerNotFound"
-	// ReasonApplied: the Deployment's requests are within the tolerance of the recommendation.
+	// ReasonApplied: the target's requests are within the tolerance of the recommendation.
 	ReasonApplied = "Applied"
 	// ReasonUpdateModeOff: updateMode is Off, so the recommendation is only reported.
 	ReasonUpdateModeOff = "UpdateModeOff"
 	// ReasonNoRecommendation: there is no recommendation to apply yet.
 	ReasonNoRecommendation = "NoRecommendation"
-	// ReasonWaitingForMinApplyInterval: the last write to the Deployment is too recent.
+	// ReasonWaitingForMinApplyInterval: the last write to the target is too recent.
 	ReasonWaitingForMinApplyInterval = "WaitingForMinApplyInterval"
-	// ReasonApplyFailed: writing the recommendation to the Deployment failed.
+	// ReasonApplyFailed: writing the recommendation to the target failed.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonAppliedAtAdmission: updateMode is Initial: the admission policy gives the
+	// recommendation to Pods as they are created, and running Pods are left alone.
+	ReasonAppliedAtAdmission = "AppliedAtAdmission"
+	// ReasonUpdating: running Pods are being changed: resizes the kubelet has not finished, or
+	// evicted Pods whose replacements are not ready yet.
+	ReasonUpdating = "Updating"
+	// ReasonEvictionRequirements: a request is off, but the change does not meet
+	// spec.updatePolicy.evictionRequirements.
+	ReasonEvictionRequirements = "EvictionRequirements"
+	// ReasonMinReplicas: a Pod would be evicted, but the target has fewer live Pods than
+	// minReplicas.
+	ReasonMinReplicas = "MinReplicas"
+	// ReasonDisruptionLimit: a Pod would be evicted, but as many of the target's Pods as
+	// --max-unavailable-per-workload allows are unavailable already.
+	ReasonDisruptionLimit = "DisruptionLimit"
+	// ReasonRateLimited: a Pod would be changed, but the manager-wide rate limit of changes to
+	// running Pods (--pod-update-rate-limit) holds it back for now.
+	ReasonRateLimited = "RateLimited"
+	// ReasonPodDisruptionBudget: the Eviction API refused to evict a Pod: a PodDisruptionBudget
+	// allows no disruption now.
+	ReasonPodDisruptionBudget = "PodDisruptionBudget"
 	// ReasonRecommendationCurrent is the reason of a VerticalScaler's Ready=True: the
-	// recommendation is current (and, in Auto mode, applied).
+	// recommendation is current (and, in a mode that applies it, applied).
 	ReasonRecommendationCurrent = "Ready"
 )
 
 // Reasons of a VerticalScaler's Events, besides ReasonApplyFailed (Warning).
 const (
-	// ReasonRecommendationApplied: the controller wrote the recommendation to the Deployment
-	// (Normal); the note says which requests moved from what to what.
+	// ReasonRecommendationApplied: the controller wrote the recommendation to the target's Pod
+	// template (Normal); the note says which requests moved from what to what.
 	ReasonRecommendationApplied = "RecommendationApplied"
+	// ReasonPodResized: the controller resized a running Pod in place (Normal); the note says
+	// which requests moved.
+	ReasonPodResized = "PodResized"
+	// ReasonPodEvicted: the controller evicted a Pod through the Eviction API (Normal), to be
+	// replaced at the recommended size; the note says why.
+	ReasonPodEvicted = "PodEvicted"
+	// ReasonResizeFailed: the kubelet reports a resize Infeasible, or Deferred or in progress
+	// past its timeout, or the API server refused it (Warning); the Pod is evicted when the
+	// guards allow.
+	ReasonResizeFailed = "ResizeFailed"
 	// ReasonCheckpointInvalid: the VerticalScalerCheckpoint of the VerticalScaler could not be
 	// read back (another version of the encoding, or data that does not decode), so its usage
 	// history starts over (Warning); the note says why. The next checkpoint replaces it.

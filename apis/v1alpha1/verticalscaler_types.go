@@ -2,21 +2,81 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// UpdateMode says whether a VerticalScaler only recommends or also applies.
-// +kubebuilder:validation:Enum=Off;Auto
+// UpdateMode says whether and how a VerticalScaler applies its recommendation: the Vertical Pod
+// Autoscaler's modes.
+// +kubebuilder:validation:Enum=Off;Initial;Recreate;InPlaceOrRecreate;Auto
 type UpdateMode string
 
 // The update modes.
 const (
 	// UpdateModeOff writes the recommendation to status only.
 	UpdateModeOff UpdateMode = "Off"
-	// UpdateModeAuto also writes the recommendation to the Deployment's containers, which rolls
-	// its Pods.
+	// UpdateModeInitial gives the recommendation to the Pods created from now on (through the
+	// admission policy), and never changes a running Pod.
+	UpdateModeInitial UpdateMode = "Initial"
+	// UpdateModeRecreate replaces the Pods whose requests are off: it writes the Pod template of
+	// a workload whose own controller then replaces its Pods (Deployment, StatefulSet,
+	// DaemonSet, CronJob), and evicts, through the Eviction API, the Pods of the others
+	// (ReplicaSet, custom workloads), which the admission policy sizes as they come back.
+	UpdateModeRecreate UpdateMode = "Recreate"
+	// UpdateModeInPlaceOrRecreate resizes running Pods in place through their resize
+	// subresource, without a restart, and evicts one only when the kubelet reports its resize
+	// Infeasible, or Deferred or in progress past a timeout; new Pods get the recommendation at
+	// admission. It never writes the workload's Pod template.
+	UpdateModeInPlaceOrRecreate UpdateMode = "InPlaceOrRecreate"
+	// UpdateModeAuto is Recreate, as in the Vertical Pod Autoscaler, which deprecates the name.
 	UpdateModeAuto UpdateMode = "Auto"
 )
+
+// ChangeRequirement is a direction of change of a request, which an EvictionRequirement asks
+// for.
+// +kubebuilder:validation:Enum=TargetHigherThanRequests;TargetLowerThanRequests
+type ChangeRequirement string
+
+// The change requirements.
+const (
+	// TargetHigherThanRequests: the recommendation raises the request.
+	TargetHigherThanRequests ChangeRequirement = "TargetHigherThanRequests"
+	// TargetLowerThanRequests: the recommendation lowers the request.
+	TargetLowerThanRequests ChangeRequirement = "TargetLowerThanRequests"
+)
+
+// EvictionRequirement is a condition a running Pod's change must meet, as the Vertical Pod
+// Autoscaler's: it holds when, for at least one of its resources and one container, the
+// recommended target moves the request in the direction it names.
+type EvictionRequirement struct {
+	// Resources are the resources the requirement looks at.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	Resources []ControlledResource `json:"resources"`
+	// ChangeRequirement is the direction of change that lets the Pod be changed.
+	// +required
+	ChangeRequirement ChangeRequirement `json:"changeRequirement"`
+}
+
+// UpdatePolicy guards the changes to a target's running Pods.
+type UpdatePolicy struct {
+	// MinReplicas is the least number of the target's live Pods for the controller to evict
+	// one; default --min-replicas (2), as the Vertical Pod Autoscaler's. A resize in place
+	// needs none.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// EvictionRequirements must all hold for a running Pod to be changed, by eviction or by a
+	// resize in place: with [{resources: [memory], changeRequirement: TargetHigherThanRequests}]
+	// only a rise of memory changes a Pod, and a fall waits for its next replacement.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	EvictionRequirements []EvictionRequirement `json:"evictionRequirements,omitempty"`
+}
 
 // ControlledValues says which of a container's resource values a VerticalScaler sets.
 // +kubebuilder:validation:Enum=RequestsOnly;RequestsAndLimits
@@ -34,20 +94,34 @@ const (
 // without a policy of its own.
 const DefaultContainerPolicyName = "*"
 
-// VerticalScalerSpec names a Deployment and says how to size its containers.
+// VerticalScalerSpec names a workload and says how to size its containers.
+// +kubebuilder:validation:XValidation:rule="has(self.deploymentName) != has(self.targetRef)",message="set exactly one of deploymentName and targetRef"
 type VerticalScalerSpec struct {
-	// DeploymentName is the name of a Deployment in the VerticalScaler's namespace. The
-	// VerticalScaler does not own it: deleting the VerticalScaler leaves the Deployment alone.
-	// +required
+	// TargetRef names the workload whose Pods the VerticalScaler sizes, in its namespace: a
+	// Deployment, StatefulSet, DaemonSet or ReplicaSet (apps/v1), a CronJob (batch/v1; its job
+	// template's Pods), or any custom workload whose CRD has a scale subresource with a label
+	// selector. The VerticalScaler does not own it: deleting the VerticalScaler leaves it alone.
+	// Set exactly one of targetRef and deploymentName.
+	// +optional
+	TargetRef *TargetReference `json:"targetRef,omitempty"`
+
+	// DeploymentName is a shorthand for a targetRef of the Deployment (apps/v1) of this name.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a Deployment name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
-	DeploymentName string `json:"deploymentName"`
+	DeploymentName string `json:"deploymentName,omitempty"`
 
-	// UpdateMode is Off (recommend only) or Auto (also apply to the Deployment).
+	// UpdateMode is Off (recommend only), Initial (size new Pods), Recreate (replace the Pods
+	// whose requests are off), InPlaceOrRecreate (resize running Pods in place, replacing one
+	// only when it cannot be resized), or Auto, which is Recreate.
 	// +optional
 	// +kubebuilder:default=Off
 	UpdateMode UpdateMode `json:"updateMode,omitempty"`
+
+	// UpdatePolicy guards the changes to the target's running Pods.
+	// +optional
+	UpdatePolicy *UpdatePolicy `json:"updatePolicy,omitempty"`
 
 	// ContainerPolicies bound and scope the recommendation per container; containerName "*"
 	// applies to every container without a policy of its own. At most 7: the API server's
@@ -63,6 +137,26 @@ type VerticalScalerSpec struct {
 	// Vertical Pod Autoscaler's: 50, 90 and 95, and 15%).
 	// +optional
 	RecommenderPolicy *RecommenderPolicy `json:"recommenderPolicy,omitempty"`
+}
+
+// TargetReference names a workload in the VerticalScaler's namespace, as the Vertical Pod
+// Autoscaler's targetRef does.
+type TargetReference struct {
+	// APIVersion is the workload's group and version, for example apps/v1.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+	// Kind is the workload's kind, for example StatefulSet.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Name is the workload's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // The defaults of RecommenderPolicy, the Vertical Pod Autoscaler recommender's.
@@ -145,6 +239,34 @@ type ContainerPolicy struct {
 	// +optional
 	// +kubebuilder:default=RequestsAndLimits
 	ControlledValues ControlledValues `json:"controlledValues,omitempty"`
+
+	// OOMBumpUpRatio is how much more memory than it had a container killed for lack of memory
+	// needs, as a ratio: the memory it ran with (its request, or its peak usage if higher) times
+	// this, unless OOMMinBumpUp asks for more. At least 1; default 1.2, the Vertical Pod
+	// Autoscaler's.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1')) >= 0",message="must be at least 1"
+	OOMBumpUpRatio *resource.Quantity `json:"oomBumpUpRatio,omitempty"`
+
+	// OOMMinBumpUp is the least memory added after an OOM kill. Default 100Mi, the Vertical Pod
+	// Autoscaler's; 0 with an oomBumpUpRatio of 1 makes OOM kills raise nothing.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('-1'))",message="must not be negative"
+	OOMMinBumpUp *resource.Quantity `json:"oomMinBumpUp,omitempty"`
+
+	// MemoryAggregationInterval is the window of which each Pod's container contributes one
+	// memory sample, its peak; memory is sized for the peaks. Default 24h, the Vertical Pod
+	// Autoscaler's; at least a minute.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be at least 1m"
+	MemoryAggregationInterval *metav1.Duration `json:"memoryAggregationInterval,omitempty"`
+
+	// MemoryAggregationIntervalCount is how many windows the history keeps: a container without
+	// a sample for that many is forgotten. Default 8.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MemoryAggregationIntervalCount *int32 `json:"memoryAggregationIntervalCount,omitempty"`
 }
 
 // ControlledResource is a resource a VerticalScaler may set.
@@ -153,16 +275,38 @@ type ControlledResource string
 
 // VerticalScalerStatus is what the verticalscaler controller observed and recommends.
 type VerticalScalerStatus struct {
+	// Target is the workload the status is about, as Kind.group/name (Deployment.apps/web);
+	// set once the workload was found.
+	// +optional
+	Target string `json:"target,omitempty"`
+
+	// TargetSelector selects the target's Pods, as the target says: its spec.selector, the
+	// labels of a CronJob's job template, or the label selector of a custom workload's scale
+	// subresource. Usage is read from the Pods it selects.
+	// +optional
+	TargetSelector *metav1.LabelSelector `json:"targetSelector,omitempty"`
+
+	// PodResources are the resources the verticalscaler's admission policy
+	// (config/components/verticalscaler/pod_resources_policy.yaml) gives the containers of the
+	// target's Pods as they are created: the recommendation, bounded by the container policies,
+	// as the Pod template's containers would carry it (limits scaled as the template's). Set in
+	// every mode but Off.
+	// +optional
+	// +listType=map
+	// +listMapKey=containerName
+	// +kubebuilder:validation:MaxItems=32
+	PodResources []ContainerResources `json:"podResources,omitempty"`
+
 	// Recommendation is the latest recommendation, kept when metrics become unavailable.
 	// +optional
 	Recommendation *Recommendation `json:"recommendation,omitempty"`
 
-	// Applied is "True" when the Deployment carries the recommendation; it feeds a printer column.
+	// Applied is "True" when the target carries the recommendation; it feeds a printer column.
 	// +optional
 	Applied bool `json:"applied,omitempty"`
 
-	// LastAppliedTime is when the recommendation was last written to the Deployment; the next
-	// write waits a minimum interval after it, because every write rolls the Pods.
+	// LastAppliedTime is when the recommendation was last written to the target's Pod template;
+	// the next write waits a minimum interval after it, because every write rolls the Pods.
 	// +optional
 	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
 
@@ -170,18 +314,37 @@ type VerticalScalerStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are DeploymentFound, RecommendationProvided, Applied and Ready.
+	// Conditions are TargetFound, RecommendationProvided, Applied and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// ContainerResources are the resources of one container.
+type ContainerResources struct {
+	// ContainerName is the container's name: a container, or a native sidecar (an init
+	// container with restartPolicy Always).
+	ContainerName string `json:"containerName"`
+	// Requests are the controlled resources' requests.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// Limits are the controlled resources' limits, for the containers whose limits are scaled
+	// with their requests.
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+}
+
 // Recommendation holds one recommendation per container.
 type Recommendation struct {
-	// DeploymentName is the Deployment whose Pods' usage the recommendation comes from. When
-	// spec.deploymentName names another one, the recommendation is dropped rather than applied
-	// to a different workload.
+	// Target is the workload whose Pods' usage the recommendation comes from, as
+	// Kind.group/name. When the spec names another one, the recommendation is dropped rather
+	// than applied to a different workload.
+	// +optional
+	Target string `json:"target,omitempty"`
+
+	// DeploymentName is the Deployment the recommendation comes from, when the target is a
+	// Deployment: what releases before targetRef wrote, and still read when Target is empty.
 	// +optional
 	DeploymentName string `json:"deploymentName,omitempty"`
 
@@ -232,12 +395,12 @@ type ContainerRecommendation struct {
 	LastOOMKillTime *metav1.Time `json:"lastOOMKillTime,omitempty"`
 }
 
-// VerticalScaler keeps the CPU and memory of a Deployment's containers right, from their usage.
+// VerticalScaler keeps the CPU and memory of a workload's containers right, from their usage.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vs
-// +kubebuilder:printcolumn:name="Deployment",type="string",JSONPath=".spec.deploymentName"
+// +kubebuilder:printcolumn:name="Target",type="string",JSONPath=".status.target",description="The workload sized, once found: Kind.group/name"
 // +kubebuilder:printcolumn:name="Mode",type="string",JSONPath=".spec.updateMode"
 // +kubebuilder:printcolumn:name="Recommended",type="string",JSONPath=".status.conditions[?(@.type==\"RecommendationProvided\")].status",description="Whether a recommendation comes from the Pods' usage"
 // +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.recommendation.containerRecommendations[0].target.cpu",description="The first container's recommended CPU request"

@@ -6,17 +6,34 @@ import (
 
 // VerticalScalerCheckpointSpec says whose usage history a checkpoint holds.
 type VerticalScalerCheckpointSpec struct {
-	// DeploymentName is the Deployment whose Pods' usage the history is of: the VerticalScaler's
-	// spec.deploymentName when the checkpoint was written. A checkpoint of another Deployment than
-	// the one the VerticalScaler names is not read back.
-	// +required
-	// +kubebuilder:validation:MinLength=1
+	// Target is the workload whose Pods' usage the history is of, as Kind.group/name
+	// (Deployment.apps/web): the VerticalScaler's target when the checkpoint was written. A
+	// checkpoint of another workload than the one the VerticalScaler names is not read back.
+	// +optional
+	// +kubebuilder:validation:MaxLength=400
+	Target string `json:"target,omitempty"`
+
+	// DeploymentName is the Deployment of the history, when the target is a Deployment: what
+	// releases before targets wrote, and still read when Target is empty.
+	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	DeploymentName string `json:"deploymentName"`
+	DeploymentName string `json:"deploymentName,omitempty"`
+}
+
+// CheckpointTarget returns the key of the workload a checkpoint holds the history of: its
+// target, or for a checkpoint written before targets that Deployment.
+func CheckpointTarget(s *VerticalScalerCheckpointSpec) string {
+	switch {
+	case s.Target != "":
+		return s.Target
+	case s.DeploymentName != "":
+		return TargetKey("Deployment", "apps", s.DeploymentName)
+	}
+	return ""
 }
 
 // VerticalScalerCheckpointStatus is the usage history the verticalscaler keeps in memory for a
-// Deployment, as it was when written. Without a status subresource: the checkpoint is written
+// workload, as it was when written. Without a status subresource: the checkpoint is written
 // whole, in one request, by its one writer. Atomic for server-side apply: the writer always sends
 // all of it, and one entry in managedFields for the whole status is less than the status itself,
 // where an entry per container, Pod and field would be more.
@@ -34,14 +51,14 @@ type VerticalScalerCheckpointStatus struct {
 	// +required
 	WriteTime metav1.Time `json:"writeTime"`
 
-	// Containers are the histories of the Deployment's recommended containers, by name.
+	// Containers are the histories of the workload's recommended containers, by name.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	Containers []ContainerCheckpoint `json:"containers,omitempty"`
 }
 
-// ContainerCheckpoint is the usage history of the containers of one name across a Deployment's
+// ContainerCheckpoint is the usage history of the containers of one name across a workload's
 // Pods: what the recommendation is drawn from.
 type ContainerCheckpoint struct {
 	// Name is the container's name.
@@ -149,7 +166,7 @@ type PodCheckpoint struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=vscheckpoint
-// +kubebuilder:printcolumn:name="Deployment",type="string",JSONPath=".spec.deploymentName"
+// +kubebuilder:printcolumn:name="Target",type="string",JSONPath=".spec.target"
 // +kubebuilder:printcolumn:name="Written",type="date",JSONPath=".status.writeTime"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 type VerticalScalerCheckpoint struct {

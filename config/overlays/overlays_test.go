@@ -437,8 +437,14 @@ func checkFinalizerPolicy(t *testing.T, objs []*unstructured.Unstructured, compo
 	}
 	var want []string
 	if slices.Contains(components, "myapp") {
-		want = []string{"switchboard-myapp-finalizer"}
+		want = append(want, "switchboard-myapp-finalizer")
 	}
+	if slices.Contains(components, "verticalscaler") {
+		want = append(want, "switchboard-verticalscaler-pod-resources")
+	}
+	slices.Sort(want)
+	slices.Sort(policies)
+	slices.Sort(bindings)
 	if diff := cmp.Diff(want, policies); diff != "" {
 		t.Errorf("MutatingAdmissionPolicies for the components %v (-want +got):\n%s", components, diff)
 	}

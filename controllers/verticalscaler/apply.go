@@ -7,10 +7,9 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -19,62 +18,87 @@ import (
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
-// MinApplyInterval is the least time between two writes to one Deployment. With
-// recommender.Tolerance, it keeps the controller from flapping: every write to a Deployment's
-// Pod template rolls its Pods, so the controller writes only when a request is clearly off, and
-// not more often than this.
-const MinApplyInterval = 10 * time.Minute
+// DefaultMinApplyInterval is the default of --min-apply-interval: the least time between two
+// writes to one target's Pod template, and between two resizes of one Pod. With the bounds it
+// keeps the controller from flapping: every write to a Pod template rolls the Pods.
+const DefaultMinApplyInterval = 10 * time.Minute
+
+// EnoughHistory is how long a recommendation's history must span for the controller to change a
+// request that lies within the bounds but more than recommender.Tolerance off the target: a
+// day, after which the bounds are at most twice the percentiles' distance from them and the
+// target has seen a whole daily cycle. With less, only a request outside [lowerBound,
+// upperBound] is changed, as the Vertical Pod Autoscaler's updater does.
+const EnoughHistory = 24 * time.Hour
 
 // appliedMessage is the message of Applied=True, the same after a write and on the passes that
 // find nothing to write, so that those passes leave status alone.
-var appliedMessage = fmt.Sprintf("Every controlled request of the Deployment is within %.0f%% of the recommendation", recommender.Tolerance*100)
+const appliedMessage = "Every controlled request is within the recommendation's bounds"
 
-// applyState is what happened to the recommendation in Auto mode; it becomes the Applied
-// condition.
+// applyState is what happened to the recommendation in a mode that applies it; it becomes the
+// Applied condition.
 type applyState struct {
 	// reason is the Applied condition's reason.
 	reason string
 	// message explains reason.
 	message string
-	// wait is how long until the next write is allowed, when waiting.
+	// wait is how long until the next write is allowed, or a resize is to be looked at again.
 	wait time.Duration
-	// appliedAt is set when this reconcile wrote the Deployment.
+	// appliedAt is set when this reconcile wrote the Pod template.
 	appliedAt time.Time
 }
 
-// offRequests describes each controlled request of the containers that is missing or off its
-// desired value by more than recommender.Tolerance, in the containers' order: the reasons for a
-// write. None means the Deployment carries the recommendation.
-func offRequests(current []corev1.Container, desired map[string]corev1.ResourceRequirements) []string {
+// offRequests describes each controlled request of the containers that the recommendation rec
+// asks to change, in the containers' order: one that is missing, or outside [lowerBound,
+// upperBound], or, once the recommendation rests on EnoughHistory, more than
+// recommender.Tolerance off its desired value. None means the containers carry the
+// recommendation. desired is what each container would be given (the target, kept under a
+// limit with RequestsOnly); a request equal to it is never off.
+func offRequests(current []corev1.Container, desired map[string]corev1.ResourceRequirements, rec *v1alpha1.Recommendation) []string {
+	recs := map[string]v1alpha1.ContainerRecommendation{}
+	for _, r := range rec.ContainerRecommendations {
+		recs[r.ContainerName] = r
+	}
 	var off []string
 	for _, c := range current {
 		want, ok := desired[c.Name]
 		if !ok {
 			continue
 		}
+		r := recs[c.Name]
+		enough := r.FirstSampleTime != nil && r.LastSampleTime != nil && r.LastSampleTime.Sub(r.FirstSampleTime.Time) >= EnoughHistory
 		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 			target, ok := want.Requests[name]
 			if !ok {
 				continue
 			}
-			have, ok := c.Resources.Requests[name]
-			if !ok {
-				// Kubernetes defaults a missing request to the limit.
-				have, ok = c.Resources.Limits[name]
-			}
+			have, ok := requestOf(c, name)
+			lower, hasLower := r.LowerBound[name]
+			upper, hasUpper := r.UpperBound[name]
 			switch t := target.AsApproximateFloat64(); {
 			case !ok:
 				off = append(off, fmt.Sprintf("container %s requests no %s, recommended %s", c.Name, name, target.String()))
-			case t == 0:
-				if have.Sign() != 0 {
-					off = append(off, fmt.Sprintf("container %s requests %s %s, recommended 0", c.Name, name, have.String()))
-				}
-			case math.Abs(have.AsApproximateFloat64()-t)/t > recommender.Tolerance:
-				off = append(off, fmt.Sprintf("container %s requests %s %s, recommended %s", c.Name, name, have.String(), target.String()))
+			case have.Cmp(target) == 0:
+			case hasLower && have.Cmp(lower) < 0:
+				off = append(off, fmt.Sprintf("container %s requests %s %s, below the lower bound %s (recommended %s)", c.Name, name, have.String(), lower.String(), target.String()))
+			case hasUpper && have.Cmp(upper) > 0:
+				off = append(off, fmt.Sprintf("container %s requests %s %s, above the upper bound %s (recommended %s)", c.Name, name, have.String(), upper.String(), target.String()))
+			case enough && (t == 0 || math.Abs(have.AsApproximateFloat64()-t)/t > recommender.Tolerance):
+				off = append(off, fmt.Sprintf("container %s requests %s %s, more than %.0f%% off the recommended %s after a day of history",
+					c.Name, name, have.String(), recommender.Tolerance*100, target.String()))
 			}
 		}
 	}
 	return off
+}
+
+// requestOf returns c's request of resource name: its request, else its limit, to which
+// Kubernetes defaults a missing request.
+func requestOf(c corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
+	if q, ok := c.Resources.Requests[name]; ok {
+		return q, true
+	}
+	q, ok := c.Resources.Limits[name]
+	return q, ok
 }
 
 // untilNextApply returns how long to wait before the next write, given the last one.
@@ -105,10 +129,10 @@ func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.C
 	return out
 }
 
-// desiredDeployment is the apply configuration of the fields the controller owns: the
-// controlled requests and limits of the containers and native sidecars, nothing else. It lists
-// them in the template's order.
-func desiredDeployment(d *appsv1.Deployment, desired map[string]corev1.ResourceRequirements) *appsv1ac.DeploymentApplyConfiguration {
+// desiredTemplate is the apply configuration of the Pod template fields the controller owns:
+// the controlled requests and limits of the containers and native sidecars, nothing else. It
+// lists them in the template's order.
+func desiredTemplate(template *corev1.PodTemplateSpec, desired map[string]corev1.ResourceRequirements) *corev1ac.PodTemplateSpecApplyConfiguration {
 	podSpec := corev1ac.PodSpec()
 	entry := func(c corev1.Container) (*corev1ac.ContainerApplyConfiguration, bool) {
 		res, ok := desired[c.Name]
@@ -121,59 +145,69 @@ func desiredDeployment(d *appsv1.Deployment, desired map[string]corev1.ResourceR
 		}
 		return corev1ac.Container().WithName(c.Name).WithResources(rac), true
 	}
-	for _, c := range d.Spec.Template.Spec.InitContainers {
+	for _, c := range template.Spec.InitContainers {
 		if e, ok := entry(c); ok && recommender.IsNativeSidecar(c) {
 			podSpec.WithInitContainers(e)
 		}
 	}
-	for _, c := range d.Spec.Template.Spec.Containers {
+	for _, c := range template.Spec.Containers {
 		if e, ok := entry(c); ok {
 			podSpec.WithContainers(e)
 		}
 	}
-	return appsv1ac.Deployment(d.Name, d.Namespace).
-		WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithSpec(podSpec)))
+	return corev1ac.PodTemplateSpec().WithSpec(podSpec)
 }
 
-// applyRecommendation writes rec to the Deployment in Auto mode, when a request is off by more
-// than the tolerance and the minimum interval since the last write has passed. The write is a
+// writeTemplate writes rec to the target's Pod template (Recreate and Auto modes, for the kinds
+// whose controller replaces its Pods on a template change), when a request is off
+// (offRequests) and the minimum interval since the last write has passed. The write is a
 // server-side apply under the controller's field manager that sends only the controlled
 // resources, and nothing when the manager already owns exactly those values. Each write is an
 // Event on the VerticalScaler that says which requests moved.
-func (r *Reconciler) applyRecommendation(ctx context.Context, vs *v1alpha1.VerticalScaler, d *appsv1.Deployment, rec *v1alpha1.Recommendation) (applyState, error) {
-	containers := recommender.RecommendedContainers(&d.Spec.Template.Spec)
+func (r *Reconciler) writeTemplate(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) (applyState, error) {
+	template := w.template()
+	containers := recommender.RecommendedContainers(&template.Spec)
 	desired := desiredResourcesOf(&vs.Spec, containers, rec)
 	if len(desired) == 0 {
 		return applyState{reason: v1alpha1.ReasonNoRecommendation, message: "No controlled resource of any container has a recommendation"}, nil
 	}
-	off := offRequests(containers, desired)
+	off := offRequests(containers, desired, rec)
 	if len(off) == 0 {
 		return applyState{reason: v1alpha1.ReasonApplied, message: appliedMessage}, nil
+	}
+	if unmet := unmetRequirements(vs, containers, desired); unmet != "" {
+		skippedApplies.WithLabelValues(v1alpha1.ReasonEvictionRequirements).Inc()
+		return applyState{reason: v1alpha1.ReasonEvictionRequirements, message: fmt.Sprintf("%s; %s", upperFirst(strings.Join(off, "; ")), unmet)}, nil
 	}
 	now := time.Now()
 	var last *time.Time
 	if vs.Status.LastAppliedTime != nil {
 		last = &vs.Status.LastAppliedTime.Time
 	}
-	if wait := untilNextApply(last, now, MinApplyInterval); wait > 0 {
+	if wait := untilNextApply(last, now, r.Limits.MinApplyInterval); wait > 0 {
+		skippedApplies.WithLabelValues(v1alpha1.ReasonWaitingForMinApplyInterval).Inc()
 		return applyState{reason: v1alpha1.ReasonWaitingForMinApplyInterval, wait: wait,
-			message: fmt.Sprintf("%s (more than %.0f%% off); the last write was at %s, the next is allowed %s after it, as each write rolls the Pods",
-				upperFirst(strings.Join(off, "; ")), recommender.Tolerance*100, last.UTC().Format(time.RFC3339), MinApplyInterval)}, nil
+			message: fmt.Sprintf("%s; the last write was at %s, the next is allowed %s after it, as each write rolls the Pods",
+				upperFirst(strings.Join(off, "; ")), last.UTC().Format(time.RFC3339), r.Limits.MinApplyInterval)}, nil
 	}
-	owned, err := appsv1ac.ExtractDeployment(d, ControllerName)
-	if err != nil {
-		return applyState{}, fmt.Errorf("reading the fields %s owns on Deployment %s: %w", ControllerName, d.Name, err)
+	var owned runtime.ApplyConfiguration
+	if w.kind.Extract != nil {
+		var err error
+		if owned, err = w.kind.Extract(w.object, ControllerName); err != nil {
+			return applyState{}, fmt.Errorf("reading the fields %s owns on %s: %w", ControllerName, w.key, err)
+		}
 	}
-	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, runtime.ApplyConfiguration(owned), desiredDeployment(d, desired), &appsv1.Deployment{})
+	changed, err := apply.IfChanged(ctx, r.Client, ControllerName, owned, w.kind.Apply(w.object, desiredTemplate(template, desired)), w.kind.New())
 	if err != nil {
-		r.Recorder.Eventf(vs, d, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Apply", "Writing the recommendation to Deployment %s failed: %v", d.Name, err)
-		return applyState{reason: v1alpha1.ReasonApplyFailed, message: err.Error()}, fmt.Errorf("applying to Deployment %s: %w", d.Name, err)
+		r.Recorder.Eventf(vs, w.object, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Apply", "Writing the recommendation to %s failed: %v", w.key, err)
+		return applyState{reason: v1alpha1.ReasonApplyFailed, message: err.Error()}, fmt.Errorf("applying to %s: %w", w.key, err)
 	}
 	state := applyState{reason: v1alpha1.ReasonApplied, message: appliedMessage}
 	if changed {
-		ctrl.LoggerFrom(ctx).Info("Applied recommendation to Deployment", "deployment", d.Name, "fieldManager", ControllerName)
-		r.Recorder.Eventf(vs, d, corev1.EventTypeNormal, v1alpha1.ReasonRecommendationApplied, "Apply",
-			"Applied the recommendation to Deployment %s, which rolls its Pods: %s (more than %.0f%% off)", d.Name, strings.Join(off, "; "), recommender.Tolerance*100)
+		ctrl.LoggerFrom(ctx).Info("Applied recommendation to the Pod template", "target", w.key, "fieldManager", ControllerName)
+		r.Recorder.Eventf(vs, w.object, corev1.EventTypeNormal, v1alpha1.ReasonRecommendationApplied, "Apply",
+			"Applied the recommendation to the Pod template of %s, which replaces its Pods: %s", w.key, strings.Join(off, "; "))
+		templateWritesTotal.Inc()
 		state.appliedAt = now
 	}
 	return state, nil
@@ -185,4 +219,22 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// changesRunningPods says whether vs's mode changes its target's running Pods themselves (by
+// resize or eviction), which the controller then follows through the Pod watch. A template
+// write leaves them to the workload's own controller.
+func changesRunningPods(vs *v1alpha1.VerticalScaler) bool {
+	switch vs.Spec.UpdateMode {
+	case v1alpha1.UpdateModeInPlaceOrRecreate:
+		return true
+	case v1alpha1.UpdateModeRecreate, v1alpha1.UpdateModeAuto:
+		for _, k := range TemplateKinds {
+			if k.RollsOnTemplateChange && strings.HasPrefix(vs.Status.Target, k.Key("")) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

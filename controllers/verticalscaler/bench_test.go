@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,7 +37,7 @@ func BenchmarkMapFunction(b *testing.B) {
 			ctx := context.Background()
 			ns := env.Namespace(b, "bench-")
 			createScalers(b, ns, n)
-			mapDeployment := verticalscaler.VerticalScalersFor(cachedClient(b, ns, n))
+			mapDeployment := verticalscaler.VerticalScalersOf(verticalscaler.TemplateKinds[0])(cachedClient(b, ns, n))
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", n/2)}}
 			b.ReportAllocs()
 			for b.Loop() {
@@ -56,7 +59,13 @@ func createScalers(b *testing.B, ns string, n int) {
 }
 
 // createMany creates the n objects newObject makes, with a few writers at once.
-func createMany(b *testing.B, n int, newObject func(i int) client.Object) {
+func createMany(b testing.TB, n int, newObject func(i int) client.Object) {
+	b.Helper()
+	inParallel(b, n, func(i int) error { return env.Client.Create(context.Background(), newObject(i)) })
+}
+
+// inParallel calls do(0..n-1) with a few callers at once, and fails b on the first error.
+func inParallel(b testing.TB, n int, do func(i int) error) {
 	b.Helper()
 	const writers = 8
 	var wg sync.WaitGroup
@@ -64,7 +73,7 @@ func createMany(b *testing.B, n int, newObject func(i int) client.Object) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := w; i < n; i += writers {
-				if err := env.Client.Create(context.Background(), newObject(i)); err != nil {
+				if err := do(i); err != nil {
 					errs <- err
 					return
 				}
@@ -91,7 +100,7 @@ func cachedClient(b *testing.B, ns string, n int) client.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := indexers.Register(ctx, c, indexers.VerticalScalerByDeploymentName); err != nil {
+	if err := indexers.Register(ctx, c, indexers.VerticalScalerByTarget); err != nil {
 		b.Fatal(err)
 	}
 	go func() { _ = c.Start(ctx) }()
@@ -176,4 +185,98 @@ func createDeployments(b *testing.B, ns string, n int) {
 			},
 		}
 	})
+}
+
+// benchPod is a Pod as a busy cluster has them: two containers with environment, mounts, probes
+// and resources, labels and annotations of the usual tools, and a running status.
+func benchPod(ns string, i int) *corev1.Pod {
+	container := func(name string) corev1.Container {
+		c := corev1.Container{Name: name, Image: "registry.example.com/team/" + name + ":v1.42.7",
+			Args:      []string{"--port=8080", "--log-level=info", "--config=/etc/app/config.yaml"},
+			Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+			Resources: corev1.ResourceRequirements{Requests: list("250m", "256Mi"), Limits: list("1", "512Mi")},
+			VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"},
+				{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
+				PeriodSeconds: 10},
+			LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
+				PeriodSeconds: 20},
+		}
+		for e := range 10 {
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", e), Value: fmt.Sprintf("value-%d-of-some-length", e)})
+		}
+		return c
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d-7d9f8b6c4-%05d", i/10, i),
+			Labels: map[string]string{"app": fmt.Sprintf("web-%d", i/10), "pod-template-hash": "7d9f8b6c4", "app.kubernetes.io/name": "web",
+				"app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "v1.42.7", "team": "checkout"},
+			Annotations: map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-11-30T10:00:00Z", "prometheus.io/scrape": "true",
+				"prometheus.io/port": "8080", "checksum/config": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app"), container("proxy")}, ServiceAccountName: "default",
+			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
+				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: new(int64(3607))}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}}}}}},
+			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
+	}
+}
+
+// namedPodOnly keeps of a Pod its name, namespace and resourceVersion: the floor of what an
+// informer costs per object, whatever it keeps of it.
+func namedPodOnly(obj any) (any, error) {
+	p := obj.(*corev1.Pod)
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion}}, nil
+}
+
+// BenchmarkPodCacheMemory measures what the verticalscaler's Pod cache costs per Pod: the heap an
+// informer cache of SWITCHBOARD_BENCH_PODS Pods (2,000; 100 under SWITCHBOARD_BENCH_SMOKE) of the
+// shape a busy cluster has (benchPod) holds after a GC, trimmed by TrimPod as the manager caches
+// them when the verticalscaler alone watches Pods, and with only their managed fields stripped
+// as it would cache them otherwise; and the floor, an empty Pod of the same name.
+//
+//	go test ./controllers/verticalscaler/ -run '^$' -bench PodCacheMemory -benchtime 1x
+func BenchmarkPodCacheMemory(b *testing.B) {
+	ctx := context.Background()
+	n := testenv.BenchSetting("SWITCHBOARD_BENCH_PODS", 2000)
+	for b.Loop() {
+		ns := env.Namespace(b, "bench-pods-")
+		createMany(b, n, func(i int) client.Object { return benchPod(ns, i) })
+		for _, mode := range []struct {
+			name      string
+			transform toolscache.TransformFunc
+		}{{"floor", namedPodOnly}, {"trimmed", verticalscaler.TrimPod}, {"whole", cache.TransformStripManagedFields()}} {
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			cacheCtx, cancel := context.WithCancel(ctx)
+			c, err := cache.New(env.Config, cache.Options{Scheme: controllers.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}},
+				ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: mode.transform}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.GetInformer(cacheCtx, &corev1.Pod{}); err != nil {
+				b.Fatal(err)
+			}
+			go func() { _ = c.Start(cacheCtx) }()
+			if !c.WaitForCacheSync(cacheCtx) {
+				b.Fatal("cache did not sync")
+			}
+			var pods corev1.PodList
+			if err := c.List(cacheCtx, &pods); err != nil || len(pods.Items) != n {
+				b.Fatalf("cache holds %d Pods (%v), want %d", len(pods.Items), err, n)
+			}
+			pods = corev1.PodList{}
+			runtime.GC()
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n)/1024, "KiB/pod-"+mode.name)
+			runtime.KeepAlive(c)
+			cancel()
+			// Let the informer's goroutines end, so that the next cache is measured alone.
+			time.Sleep(time.Second)
+		}
+	}
 }

@@ -92,23 +92,16 @@ func str(l corev1.ResourceList) string {
 	return fmt.Sprintf("cpu=%s memory=%s", cpu.String(), memory.String())
 }
 
-// TestRestartedManagerRecommendsWhatTheLastOneDid stops a manager and starts another, as a
-// restart or a leader change does: the new manager's first recommendation is the last one of
-// the old, drawn from the history in the checkpoint, not from the few samples it has itself.
-func TestRestartedManagerRecommendsWhatTheLastOneDid(t *testing.T) {
+// readForAWhile waits for vs's first recommendation, lets the manager read its Pods' usage for
+// two seconds more, then removes the usage from every Pod of vs's namespace: no read after that
+// adds a sample.
+func readForAWhile(t *testing.T, vs *v1alpha1.VerticalScaler) {
+	t.Helper()
 	ctx := context.Background()
-	ns := env.Namespace(t, "vs-")
-	newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("500m", "256Mi")})
-	newPod(t, ns, "web", "cpu=200m,memory=200Mi")
-	newPod(t, ns, "web", "cpu=900m,memory=500Mi")
-	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
-
-	old := env.StartManager(t, checkpointed...)
 	waitCondition(t, vs, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, v1alpha1.ReasonRecommended)
-	// Let the history grow, then stop the usage, so that the last checkpoint holds all of it.
 	time.Sleep(2 * time.Second)
 	var pods corev1.PodList
-	if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+	if err := env.Client.List(ctx, &pods, client.InNamespace(vs.Namespace)); err != nil {
 		t.Fatal(err)
 	}
 	for i := range pods.Items {
@@ -117,6 +110,21 @@ func TestRestartedManagerRecommendsWhatTheLastOneDid(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestRestartedManagerRecommendsWhatTheLastOneDid stops a manager and starts another, as a
+// restart or a leader change does: the new manager's first recommendation is the last one of
+// the old, drawn from the history in the checkpoint, not from the few samples it has itself.
+func TestRestartedManagerRecommendsWhatTheLastOneDid(t *testing.T) {
+	ns := env.Namespace(t, "vs-")
+	newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("500m", "256Mi")})
+	newPod(t, ns, "web", "cpu=200m,memory=200Mi")
+	newPod(t, ns, "web", "cpu=900m,memory=500Mi")
+	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
+
+	old := env.StartManager(t, checkpointed...)
+	// Let the history grow, then stop the usage, so that the last checkpoint holds all of it.
+	readForAWhile(t, vs)
 	cp := waitCheckpointSettled(t, vs)
 	wantOwner := []metav1.OwnerReference{{APIVersion: "app.example.com/v1alpha1", Kind: "VerticalScaler", Name: vs.Name, UID: vs.UID, Controller: new(true)}}
 	if diff := cmp.Diff(wantOwner, cp.OwnerReferences); diff != "" {
@@ -198,4 +206,44 @@ func TestInvalidCheckpointIsAWarningAndIsReplaced(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestGracefulStopKeepsEveryRead stops a manager gracefully after N reads, with a checkpoint
+// interval longer than the test, so that only the first read was checkpointed on the way: the
+// stop writes the rest, and the restarted manager's history holds all N.
+func TestGracefulStopKeepsEveryRead(t *testing.T) {
+	ns := env.Namespace(t, "vs-")
+	newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("500m", "256Mi")})
+	newPod(t, ns, "web", "cpu=400m,memory=300Mi")
+	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
+	longInterval := append(append([]string{}, annotationUsage...), "--checkpoint-interval=1h")
+
+	old := env.StartManager(t, longInterval...)
+	// Some reads, then no more: the history stops at N samples.
+	readForAWhile(t, vs)
+	time.Sleep(time.Second)
+	// N, as the old manager recommends from its whole history.
+	forgetRecommendation(t, vs)
+	n := waitRecommendation(t, vs).ContainerRecommendations[0].Samples
+	if n < 5 {
+		t.Fatalf("%d reads, want a history of several", n)
+	}
+	if cp, err := checkpointOf(vs); err != nil || cp.Status.Containers[0].Samples >= n {
+		t.Fatalf("before the stop the checkpoint holds %v (%v), want fewer than %d samples: the interval is an hour", cp.Status.Containers, err, n)
+	}
+
+	old.Stop()
+	cp, err := checkpointOf(vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cp.Status.Containers[0].Samples; got != n {
+		t.Errorf("after the stop the checkpoint holds %d samples, want all %d", got, n)
+	}
+	forgetRecommendation(t, vs)
+	env.StartManager(t, longInterval...)
+	after := waitRecommendation(t, vs)
+	if got := after.ContainerRecommendations[0].Samples; got != n {
+		t.Errorf("the restarted manager's history holds %d samples, want all %d reads of the stopped one", got, n)
+	}
 }

@@ -47,13 +47,23 @@ func waitEvents(t *testing.T, vs *v1alpha1.VerticalScaler, reason string, n int)
 // request: max(512Mi + 100Mi, 512Mi × 1.2) = 614.4Mi, in the bucket ending at 633.6Mi, +15%.
 func TestOOMKillRaisesMemoryAtOnce(t *testing.T) {
 	env.StartManager(t, annotationUsage...)
-	ctx := context.Background()
+	pod, vs := newKillableWeb(t)
+
+	killed := oomKill(t, pod, 1, time.Now().Add(-time.Second))
+	waitOOMRecommendation(t, vs, killed)
+}
+
+// newKillableWeb creates, in a namespace of its own, the Deployment "web" requesting 512Mi, its
+// Pod "web-1" using 400Mi, and the VerticalScaler "web" of it in Off mode, and waits for the
+// recommendation before any kill: 489Mi, 400Mi's bucket end, +15%.
+func newKillableWeb(t *testing.T) (*corev1.Pod, *v1alpha1.VerticalScaler) {
+	t.Helper()
 	ns := env.Namespace(t, "vs-")
 	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "512Mi")})
 	// The request that counts is the Pod's, which it ran with when it was killed.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1", Labels: map[string]string{"app": "web"},
 		Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=100m,memory=400Mi"}}, Spec: d.Spec.Template.Spec}
-	if err := env.Client.Create(ctx, pod); err != nil {
+	if err := env.Client.Create(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
@@ -61,15 +71,29 @@ func TestOOMKillRaisesMemoryAtOnce(t *testing.T) {
 	if m := vs.Status.Recommendation.ContainerRecommendations[0].Target.Memory().String(); m != "489Mi" {
 		t.Fatalf("memory before the kill %s, want 489Mi (400Mi's bucket end, +15%%)", m)
 	}
+	return pod, vs
+}
 
-	killed := metav1.NewTime(time.Now().Add(-time.Second).Truncate(time.Second))
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "registry.example.com/app:v1", RestartCount: 1,
+// oomKill writes into pod's status that its container "app" was killed for lack of memory at
+// finished, its restarts-th restart, as the kubelet reports it; it returns the kill's time as
+// the API keeps it.
+func oomKill(t *testing.T, pod *corev1.Pod, restarts int32, finished time.Time) metav1.Time {
+	t.Helper()
+	killed := metav1.NewTime(finished.Truncate(time.Second))
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "registry.example.com/app:v1", RestartCount: restarts,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: killed}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			Reason: "OOMKilled", ExitCode: 137, StartedAt: metav1.NewTime(killed.Add(-time.Hour)), FinishedAt: killed}}}}
-	if err := env.Client.Status().Update(ctx, pod); err != nil {
+	if err := env.Client.Status().Update(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
+	return killed
+}
+
+// waitOOMRecommendation waits until vs recommends 729Mi of memory for "app" after the kill at
+// killed: 512Mi × 1.2 in the bucket ending at 633.6Mi, +15%.
+func waitOOMRecommendation(t *testing.T, vs *v1alpha1.VerticalScaler, killed metav1.Time) {
+	t.Helper()
 	testenv.Eventually(t, timeout, func() error {
 		if err := get(vs); err != nil {
 			return err
@@ -80,6 +104,28 @@ func TestOOMKillRaisesMemoryAtOnce(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestEveryOOMKillIsSeenFromThePodWatch: with usage read once an hour, OOM kills reach the
+// recommendation as they happen, through the Pod watch, and two kills in a row count twice,
+// where a read of the Pods sees only the last.
+func TestEveryOOMKillIsSeenFromThePodWatch(t *testing.T) {
+	env.StartManager(t, "--controllers=verticalscaler", "--resync-interval=0", "--usage-source=pod-annotations", "--usage-interval=1h")
+	pod, vs := newKillableWeb(t)
+	seen := func() float64 {
+		n, _, err := testenv.MetricValue("switchboard_verticalscaler_oom_kills_total", map[string]string{"seen": "watch"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := seen()
+	oomKill(t, pod, 1, time.Now().Add(-3*time.Second))
+	second := oomKill(t, pod, 2, time.Now().Add(-time.Second))
+	waitOOMRecommendation(t, vs, second)
+	if got := seen() - before; got != 2 {
+		t.Errorf("%v OOM kills seen from the watch, want both", got)
+	}
 }
 
 // TestNativeSidecarsAreRecommendedAndInitContainersAreNot, on a Deployment that requests

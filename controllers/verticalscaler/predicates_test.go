@@ -4,15 +4,17 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // TestWhichDeploymentEventsReachTheMapFunction lists the Deployment events and whether the
-// predicate lets them through to verticalScalersFor.
+// predicate lets them through to the map function.
 func TestWhichDeploymentEventsReachTheMapFunction(t *testing.T) {
-	base := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 1}}
+	base := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 1},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
 	base.Spec.Template.Spec.Containers = []corev1.Container{
 		{Name: "app", Image: "app:v1", Resources: corev1.ResourceRequirements{Requests: list("100m", "128Mi")}},
 		{Name: "sidecar", Image: "proxy:v1"},
@@ -22,12 +24,12 @@ func TestWhichDeploymentEventsReachTheMapFunction(t *testing.T) {
 		mutate(d)
 		return d
 	}
-	p := DeploymentChanged()
+	p := WorkloadChanged(TemplateKinds[0])
 	if !p.Create(event.CreateEvent{Object: base}) {
 		t.Error("create filtered: a VerticalScaler waiting for its Deployment would never hear of it")
 	}
 	if !p.Delete(event.DeleteEvent{Object: base}) {
-		t.Error("delete filtered: DeploymentFound would stay True")
+		t.Error("delete filtered: TargetFound would stay True")
 	}
 	for _, tc := range []struct {
 		name  string
@@ -42,6 +44,9 @@ func TestWhichDeploymentEventsReachTheMapFunction(t *testing.T) {
 			d.Labels = map[string]string{"team": "a"}
 			d.Spec.Template.Annotations = map[string]string{"restartedAt": "now"}
 		}), want: false},
+		{name: "selector", newer: changed(func(d *appsv1.Deployment) {
+			d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web2"}}
+		}), want: true},
 		{name: "a request", newer: changed(func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Containers[0].Resources.Requests = list("200m", "128Mi")
 		}), want: true},
@@ -74,5 +79,31 @@ func TestWhichDeploymentEventsReachTheMapFunction(t *testing.T) {
 	})
 	if !p.Update(event.UpdateEvent{ObjectOld: plain, ObjectNew: sidecar}) {
 		t.Error("an init container became a native sidecar: filtered")
+	}
+}
+
+// TestCronJobPodLabelsAreItsSelector: a CronJob has no selector; its job template's Pod labels
+// select its Pods, so a change of them reaches the map function.
+func TestCronJobPodLabelsAreItsSelector(t *testing.T) {
+	kind, ok := templateKind("batch", "CronJob")
+	if !ok {
+		t.Fatal("CronJob is not a known kind")
+	}
+	base := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "report"}}
+	base.Spec.JobTemplate.Spec.Template.Labels = map[string]string{"app": "report"}
+	relabelled := base.DeepCopy()
+	relabelled.Spec.JobTemplate.Spec.Template.Labels = map[string]string{"app": "report", "v": "2"}
+	if !WorkloadChanged(kind).Update(event.UpdateEvent{ObjectOld: base, ObjectNew: relabelled}) {
+		t.Error("the job template's Pod labels changed: filtered")
+	}
+	rescheduled := base.DeepCopy()
+	rescheduled.Spec.Schedule = "*/5 * * * *"
+	if WorkloadChanged(kind).Update(event.UpdateEvent{ObjectOld: base, ObjectNew: rescheduled}) {
+		t.Error("the schedule changed: reaches the map function")
+	}
+	unlabelled := base.DeepCopy()
+	unlabelled.Spec.JobTemplate.Spec.Template.Labels = nil
+	if _, err := kind.Selector(unlabelled); err == nil {
+		t.Error("a CronJob whose Pods have no labels has a selector")
 	}
 }

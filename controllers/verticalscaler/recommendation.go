@@ -48,16 +48,16 @@ func unknownContainers(spec *v1alpha1.VerticalScalerSpec, podSpec *corev1.PodSpe
 				"(it runs to completion before the containers start); native sidecars, with restartPolicy Always, do", i, p.ContainerName))
 			continue
 		}
-		problems = append(problems, fmt.Sprintf("spec.containerPolicies[%d].containerName: the Deployment has no container %q", i, p.ContainerName))
+		problems = append(problems, fmt.Sprintf("spec.containerPolicies[%d].containerName: the target's Pod template has no container %q", i, p.ContainerName))
 	}
 	return problems
 }
 
-// estimatesOf returns the uncapped estimates a recommendation for deploymentName was made from,
-// by container: Target is the uncapped target. A recommendation for another Deployment has
-// none to give.
-func estimatesOf(rec *v1alpha1.Recommendation, deploymentName string) map[string]v1alpha1.ContainerRecommendation {
-	if rec == nil || rec.DeploymentName != deploymentName {
+// estimatesOf returns the uncapped estimates a recommendation for target was made from, by
+// container: Target is the uncapped target. A recommendation for another workload has none to
+// give.
+func estimatesOf(rec *v1alpha1.Recommendation, target string) map[string]v1alpha1.ContainerRecommendation {
+	if rec == nil || v1alpha1.RecommendationTarget(rec) != target {
 		return nil
 	}
 	out := map[string]v1alpha1.ContainerRecommendation{}
@@ -70,11 +70,15 @@ func estimatesOf(rec *v1alpha1.Recommendation, deploymentName string) map[string
 
 // recommend bounds the estimates of the recommended containers (recommender.RecommendedContainers)
 // by their policies, in the template's order, and keeps what each rests on. Containers without
-// an estimate are left out; it returns nil when none has one. policy is the recommender policy
-// the estimates were drawn with.
-func recommend(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, policy *v1alpha1.RecommenderPolicy,
+// an estimate are left out; it returns nil when none has one. target is the key of the workload
+// the estimates are of, and policy the recommender policy they were drawn with.
+func recommend(spec *v1alpha1.VerticalScalerSpec, target string, containers []corev1.Container, policy *v1alpha1.RecommenderPolicy,
 	estimates map[string]v1alpha1.ContainerRecommendation) *v1alpha1.Recommendation {
-	rec := &v1alpha1.Recommendation{DeploymentName: spec.DeploymentName, Policy: policy.DeepCopy()}
+	rec := &v1alpha1.Recommendation{Target: target, Policy: policy.DeepCopy()}
+	if spec.TargetRef == nil {
+		// Read by a release before targets, should the manager be rolled back.
+		rec.DeploymentName = spec.DeploymentName
+	}
 	for _, c := range containers {
 		e, ok := estimates[c.Name]
 		if !ok {

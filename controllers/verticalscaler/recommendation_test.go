@@ -92,7 +92,7 @@ func TestUnknownContainers(t *testing.T) {
 	spec.ContainerPolicies = append(spec.ContainerPolicies, v1alpha1.ContainerPolicy{ContainerName: "proxy"}, v1alpha1.ContainerPolicy{ContainerName: "migrate"})
 	got := unknownContainers(spec, &corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "sidecar"}},
 		InitContainers: []corev1.Container{{Name: "migrate"}, {Name: "proxy", RestartPolicy: &always}}})
-	want := []string{`spec.containerPolicies[2].containerName: the Deployment has no container "ghost"`,
+	want := []string{`spec.containerPolicies[2].containerName: the target's Pod template has no container "ghost"`,
 		`spec.containerPolicies[4].containerName: "migrate" is an init container, which gets no recommendation ` +
 			`(it runs to completion before the containers start); native sidecars, with restartPolicy Always, do`}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -113,24 +113,32 @@ func TestRecommend(t *testing.T) {
 	containers := []corev1.Container{{Name: "sidecar"}, {Name: "app"}}
 	policy := &v1alpha1.RecommenderPolicy{TargetPercentile: new(int32(95))}
 	// Bounded by the policy, with what it rests on and the recommender policy it was drawn with.
-	want := &v1alpha1.Recommendation{DeploymentName: "web", Policy: policy, ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+	want := &v1alpha1.Recommendation{Target: "Deployment.apps/web", DeploymentName: "web", Policy: policy, ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("1", "1Gi"), LowerBound: list("1", "1Gi"), UpperBound: list("2", "1Gi"),
 		UncappedTarget: list("500m", "2Gi"), Samples: 60, FirstSampleTime: &first,
 	}}}
-	if diff := cmp.Diff(want, recommend(spec, containers, policy, estimates), compare.Quantities); diff != "" {
+	if diff := cmp.Diff(want, recommend(spec, "Deployment.apps/web", containers, policy, estimates), compare.Quantities); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if got := recommend(spec, []corev1.Container{{Name: "sidecar"}}, policy, estimates); got != nil {
+	if got := recommend(spec, "Deployment.apps/web", []corev1.Container{{Name: "sidecar"}}, policy, estimates); got != nil {
 		t.Errorf("no container with an estimate: %+v, want nil", got)
 	}
 
 	// Estimates kept in status are the uncapped targets, bounded again by today's policies.
-	kept := estimatesOf(want, "web")
+	kept := estimatesOf(want, "Deployment.apps/web")
 	if diff := cmp.Diff(list("500m", "2Gi"), kept["app"].Target, compare.Quantities); diff != "" {
 		t.Errorf("estimate from status (-want +got):\n%s", diff)
 	}
 	// A recommendation made for the Deployment named before gives nothing for another one.
-	if got := estimatesOf(want, "api"); got != nil {
+	if got := estimatesOf(want, "Deployment.apps/api"); got != nil {
+		t.Errorf("estimates of web's recommendation used for api: %v", got)
+	}
+	// A recommendation written before targets names its Deployment only.
+	if got := estimatesOf(&v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: want.ContainerRecommendations},
+		"Deployment.apps/web"); len(got) != 1 {
+		t.Errorf("estimates of a recommendation written before targets: %v, want app's", got)
+	}
+	if got := estimatesOf(want, "StatefulSet.apps/web"); got != nil {
 		t.Errorf("estimates of web's recommendation used for api: %v", got)
 	}
 }

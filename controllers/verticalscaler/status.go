@@ -25,21 +25,25 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 		meta.SetStatusCondition(&status.Conditions, c)
 	}
 
-	found := obs.deployment != nil
+	// Written by a release before targets: TargetFound replaces it.
+	meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionDeploymentFound)
+	found := obs.target != nil
 	if found {
-		set(v1alpha1.ConditionDeploymentFound, true, v1alpha1.ReasonDeploymentFound, fmt.Sprintf("Deployment %s exists", vs.Spec.DeploymentName))
+		set(v1alpha1.ConditionTargetFound, true, v1alpha1.ReasonTargetFound, fmt.Sprintf("%s exists", obs.target.key))
+		status.Target, status.TargetSelector = obs.target.key, obs.target.selector
 	} else {
-		set(v1alpha1.ConditionDeploymentFound, false, v1alpha1.ReasonDeploymentNotFound,
-			fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace))
+		set(v1alpha1.ConditionTargetFound, false, obs.problem.reason, obs.problem.message)
+		status.Target, status.TargetSelector = "", nil
 	}
 
 	switch {
 	case obs.recommendation != nil:
 		status.Recommendation = obs.recommendation
-	case status.Recommendation != nil && status.Recommendation.DeploymentName != vs.Spec.DeploymentName:
-		// Made for the Deployment the VerticalScaler named before: not this one's.
+	case status.Recommendation != nil && v1alpha1.RecommendationTarget(status.Recommendation) != vs.Spec.Target().Key():
+		// Made for the workload the VerticalScaler named before: not this one's.
 		status.Recommendation = nil
 	}
+	status.PodResources = obs.podResources
 	provided := providedCondition(vs, obs)
 	set(provided.Type, provided.Status == metav1.ConditionTrue, provided.Reason, provided.Message)
 
@@ -50,7 +54,7 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 		status.LastAppliedTime = &metav1.Time{Time: obs.apply.appliedAt}
 	}
 
-	ready, reason, message := readiness(vs, found, obs, provided, applied)
+	ready, reason, message := readiness(vs, obs, provided, applied)
 	set(v1alpha1.ConditionReady, ready, reason, message)
 	if obs.err == nil {
 		status.ObservedGeneration = vs.Generation
@@ -68,48 +72,49 @@ func providedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Cond
 		}
 		return out
 	}
-	// Kept from status, unless it claims a recommendation this Deployment does not have (one
-	// made for the Deployment named before).
-	hasRecommendation := vs.Status.Recommendation != nil && vs.Status.Recommendation.DeploymentName == vs.Spec.DeploymentName
+	// Kept from status, unless it claims a recommendation this target does not have (one made
+	// for the workload named before).
+	hasRecommendation := v1alpha1.RecommendationTarget(vs.Status.Recommendation) == vs.Spec.Target().Key()
 	if c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided); c != nil &&
 		(c.Status != metav1.ConditionTrue || hasRecommendation) {
 		return *c
 	}
 	return metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionFalse,
-		Reason: v1alpha1.ReasonNoUsageYet, Message: "No usage of the Deployment's Pods has been read yet"}
+		Reason: v1alpha1.ReasonNoUsageYet, Message: "No usage of the target's Pods has been read yet"}
 }
 
-// appliedCondition is Applied: whether the Deployment carries the recommendation (Auto mode
-// only).
+// appliedCondition is Applied: whether the target carries the recommendation (in a mode that
+// applies it).
 func appliedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionApplied, Status: metav1.ConditionFalse}
 	switch {
-	case vs.Spec.UpdateMode != v1alpha1.UpdateModeAuto:
+	case vs.Spec.UpdateMode == v1alpha1.UpdateModeOff || vs.Spec.UpdateMode == "":
 		c.Reason, c.Message = v1alpha1.ReasonUpdateModeOff, "updateMode is Off: the recommendation is only reported"
-	case obs.deployment == nil:
-		c.Reason, c.Message = v1alpha1.ReasonDeploymentNotFound, fmt.Sprintf("Deployment %s does not exist", vs.Spec.DeploymentName)
+	case obs.target == nil:
+		c.Reason, c.Message = obs.problem.reason, obs.problem.message
 	case obs.recommendation == nil || obs.apply == nil:
 		c.Reason, c.Message = v1alpha1.ReasonNoRecommendation, "There is no recommendation to apply yet"
 	default:
 		c.Reason, c.Message = obs.apply.reason, obs.apply.message
-		if obs.apply.reason == v1alpha1.ReasonApplied {
+		if obs.apply.reason == v1alpha1.ReasonApplied || obs.apply.reason == v1alpha1.ReasonAppliedAtAdmission {
 			c.Status = metav1.ConditionTrue
 		}
 	}
 	return c
 }
 
-// readiness is Ready: the Deployment exists, its policies fit it, there is a recommendation, and
-// in Auto mode the Deployment carries it. Otherwise the first thing missing, in that order.
-func readiness(vs *v1alpha1.VerticalScaler, found bool, obs observation, provided, applied metav1.Condition) (bool, string, string) {
+// readiness is Ready: the target exists, its policies fit it, there is a recommendation, and
+// in a mode that applies it the target carries it. Otherwise the first thing missing, in that
+// order.
+func readiness(vs *v1alpha1.VerticalScaler, obs observation, provided, applied metav1.Condition) (bool, string, string) {
 	switch {
-	case !found:
-		return false, v1alpha1.ReasonDeploymentNotFound, fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace)
+	case obs.target == nil:
+		return false, obs.problem.reason, obs.problem.message
 	case len(obs.policyProblems) > 0:
 		return false, v1alpha1.ReasonContainerNotFound, strings.Join(obs.policyProblems, "; ")
 	case provided.Status != metav1.ConditionTrue:
 		return false, provided.Reason, provided.Message
-	case vs.Spec.UpdateMode == v1alpha1.UpdateModeAuto && applied.Status != metav1.ConditionTrue:
+	case vs.Spec.UpdateMode != v1alpha1.UpdateModeOff && vs.Spec.UpdateMode != "" && applied.Status != metav1.ConditionTrue:
 		return false, applied.Reason, applied.Message
 	}
 	return true, v1alpha1.ReasonRecommendationCurrent, "The recommendation is current"

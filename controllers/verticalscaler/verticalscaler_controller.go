@@ -3,10 +3,15 @@ package verticalscaler
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,8 +30,13 @@ const ControllerName = "verticalscaler"
 
 // +kubebuilder:rbac:groups=app.example.com,resources=verticalscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=app.example.com,resources=verticalscalers/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=metrics.k8s.io,resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -37,75 +47,96 @@ type Reconciler struct {
 	// usage history, the controller reads its latest conclusion and forgets it when the
 	// VerticalScaler is deleted.
 	Reports *recommender.Reports
-	// Recorder records an Event on the VerticalScaler for each write to its Deployment.
+	// Recorder records an Event on the VerticalScaler for each write to its target.
 	Recorder events.EventRecorder
+	// Discovery tells a custom workload that does not exist from one whose kind has no scale
+	// subresource, which the API server both answers with 404.
+	Discovery discovery.DiscoveryInterface
+	// Limits guard the changes to running Pods.
+	Limits UpdateLimits
+	// CoreV1 is the REST client of the core API group, which evicts Pods without retrying a
+	// refusal.
+	CoreV1 rest.Interface
+
+	// resizes remembers when each Pod was last resized.
+	resizes resizeLog
 }
 
-// VerticalScalersFor returns the map function of the Deployment watch: a Deployment maps to the
+// VerticalScalersOf returns the map function of the watch of kind: an object maps to the
 // VerticalScalers that name it, through the shared index on reader, the manager's cache.
-func VerticalScalersFor(reader client.Reader) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		var list v1alpha1.VerticalScalerList
-		if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-			client.MatchingFields{indexers.VerticalScalerDeploymentNameField: obj.GetName()},
-			client.UnsafeDisableDeepCopy); err != nil {
-			// The cache answers from memory; an error here means the index is missing, a
-			// programming error that the suite catches.
-			ctrl.LoggerFrom(ctx).Error(err, "Listing VerticalScalers by Deployment failed")
-			return nil
+func VerticalScalersOf(kind TemplateKind) func(reader client.Reader) handler.MapFunc {
+	return func(reader client.Reader) handler.MapFunc {
+		return func(ctx context.Context, obj client.Object) []reconcile.Request {
+			var list v1alpha1.VerticalScalerList
+			if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+				client.MatchingFields{indexers.VerticalScalerTargetField: kind.Key(obj.GetName())},
+				client.UnsafeDisableDeepCopy); err != nil {
+				// The cache answers from memory; an error here means the index is missing, a
+				// programming error that the suite catches.
+				ctrl.LoggerFrom(ctx).Error(err, "Listing VerticalScalers by target failed", "kind", kind.Kind)
+				return nil
+			}
+			requests := make([]reconcile.Request, 0, len(list.Items))
+			for i := range list.Items {
+				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+			return requests
 		}
-		requests := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return requests
 	}
 }
 
 // observation is what one reconcile saw and did; computeStatus turns it into status.
 type observation struct {
-	// deployment is nil when it does not exist.
-	deployment *appsv1.Deployment
-	// report is the latest usage report about the Deployment named now; nil when none came
-	// since the manager started.
+	// target is the workload the spec names; nil when there is none to size, and problem says
+	// why.
+	target  *workload
+	problem *targetProblem
+	// report is the latest usage report about the target named now; nil when none came since
+	// the manager started.
 	report *recommender.Report
 	// recommendation is the bounded recommendation; nil when there is none yet.
 	recommendation *v1alpha1.Recommendation
-	// policyProblems name the policies that do not fit the Deployment.
+	// policyProblems name the policies that do not fit the target's Pods.
 	policyProblems []string
-	// apply is what happened in Auto mode; nil otherwise, or when nothing was attempted.
+	// podResources are what the admission policy gives new Pods' containers; nil in Off mode.
+	podResources []v1alpha1.ContainerResources
+	// apply is what happened in a mode that applies; nil otherwise, or when nothing was
+	// attempted.
 	apply *applyState
 	// err is the error of this reconcile, if any.
 	err error
 }
 
-// Reconcile recommends requests for the containers of a VerticalScaler's Deployment from their
-// usage, bounded by its policies; in Auto mode it writes them to the Deployment.
+// Reconcile recommends requests for the containers of a VerticalScaler's target from their
+// usage, bounded by its policies, and applies them as its update mode says.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vs := &v1alpha1.VerticalScaler{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vs); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Nothing to clean up on the Deployment: it is not ours.
+			// Nothing to clean up on the target: it is not ours.
 			r.Reports.Forget(req.NamespacedName)
+			recordRecommendation(req.NamespacedName, nil)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	obs := observation{report: r.report(req.NamespacedName, vs.Spec.DeploymentName)}
-	deployment, err := r.deployment(ctx, vs)
+	target, problem, err := r.findTarget(ctx, vs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.deployment = deployment
-	if deployment != nil {
+	obs := observation{target: target, problem: problem, report: r.report(req.NamespacedName, vs.Spec.Target().Key())}
+	if target != nil {
 		r.recommend(vs, &obs)
-		if vs.Spec.UpdateMode == v1alpha1.UpdateModeAuto && obs.recommendation != nil {
-			state, err := r.applyRecommendation(ctx, vs, deployment, obs.recommendation)
-			obs.apply, obs.err = &state, err
+		if obs.recommendation != nil && vs.Spec.UpdateMode != v1alpha1.UpdateModeOff && vs.Spec.UpdateMode != "" {
+			if obs.podResources, err = r.podResources(ctx, vs, target, obs.recommendation); err != nil {
+				return ctrl.Result{}, err
+			}
+			obs.apply, obs.err = r.apply(ctx, vs, target, obs.recommendation)
 		}
 	}
 	if err := status.Update(ctx, r.Client, vs, func() { vs.Status = computeStatus(vs, obs) }); err != nil {
 		return ctrl.Result{}, err
 	}
+	recordRecommendation(req.NamespacedName, vs)
 	if obs.err != nil {
 		return ctrl.Result{}, obs.err
 	}
@@ -115,34 +146,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// report returns the latest usage report for the VerticalScaler key, if it is about
-// deploymentName.
-func (r *Reconciler) report(key types.NamespacedName, deploymentName string) *recommender.Report {
-	report, ok := r.Reports.Latest(key, deploymentName)
+// report returns the latest usage report for the VerticalScaler key, if it is about target.
+func (r *Reconciler) report(key types.NamespacedName, target string) *recommender.Report {
+	report, ok := r.Reports.Latest(key, target)
 	if !ok {
 		return nil
 	}
 	return &report
 }
 
-// deployment reads the VerticalScaler's Deployment from the cache; nil when it does not exist.
-func (r *Reconciler) deployment(ctx context.Context, vs *v1alpha1.VerticalScaler) (*appsv1.Deployment, error) {
-	d := &appsv1.Deployment{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: vs.Namespace, Name: vs.Spec.DeploymentName}, d)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading Deployment %s: %w", vs.Spec.DeploymentName, err)
-	}
-	return d, nil
-}
-
 // recommend bounds the latest estimates (the report's, else those kept in status) by the
-// policies, for the containers the Deployment has.
+// policies, for the containers the target's Pods have: those of its Pod template, or for a
+// custom kind, whose template the controller cannot read, those with an estimate.
 func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
-	podSpec := &obs.deployment.Spec.Template.Spec
-	obs.policyProblems = unknownContainers(&vs.Spec, podSpec)
 	from := vs.Status.Recommendation
 	if obs.report != nil && obs.report.Recommendation != nil {
 		from = obs.report.Recommendation
@@ -151,5 +167,70 @@ func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 	if from != nil {
 		policy = from.Policy
 	}
-	obs.recommendation = recommend(&vs.Spec, recommender.RecommendedContainers(podSpec), policy, estimatesOf(from, vs.Spec.DeploymentName))
+	estimates := estimatesOf(from, obs.target.key)
+	var containers []corev1.Container
+	if template := obs.target.template(); template != nil {
+		obs.policyProblems = unknownContainers(&vs.Spec, &template.Spec)
+		containers = recommender.RecommendedContainers(&template.Spec)
+	} else {
+		for _, name := range slices.Sorted(maps.Keys(estimates)) {
+			containers = append(containers, corev1.Container{Name: name})
+		}
+	}
+	obs.recommendation = recommend(&vs.Spec, obs.target.key, containers, policy, estimates)
+}
+
+// apply applies rec as vs's update mode says; nil when the mode applies nothing itself.
+func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) (*applyState, error) {
+	var state applyState
+	var err error
+	switch vs.Spec.UpdateMode {
+	case v1alpha1.UpdateModeInitial:
+		state = applyState{reason: v1alpha1.ReasonAppliedAtAdmission,
+			message: "updateMode is Initial: Pods get the recommendation as they are created, running Pods are left alone"}
+	case v1alpha1.UpdateModeRecreate, v1alpha1.UpdateModeAuto:
+		if w.object != nil && w.kind.RollsOnTemplateChange {
+			state, err = r.writeTemplate(ctx, vs, w, rec)
+		} else {
+			state, err = r.updatePods(ctx, vs, w, rec, false)
+		}
+	case v1alpha1.UpdateModeInPlaceOrRecreate:
+		state, err = r.updatePods(ctx, vs, w, rec, true)
+	default:
+		return nil, nil
+	}
+	return &state, err
+}
+
+// podResources are the resources the admission policy gives the containers of the target's new
+// Pods: the recommendation bounded by the container policies, as desiredResources makes it of
+// the containers of the Pod template, or for a custom kind, whose template the controller
+// cannot read, of a running Pod's.
+func (r *Reconciler) podResources(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) ([]v1alpha1.ContainerResources, error) {
+	var spec *corev1.PodSpec
+	if template := w.template(); template != nil {
+		spec = &template.Spec
+	} else {
+		selector, err := metav1.LabelSelectorAsSelector(w.selector)
+		if err != nil {
+			return nil, fmt.Errorf("the Pod selector of %s: %w", w.key, err)
+		}
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(vs.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, fmt.Errorf("listing the Pods of %s: %w", w.key, err)
+		}
+		if len(pods.Items) == 0 {
+			return nil, nil
+		}
+		spec = &pods.Items[0].Spec
+	}
+	containers := recommender.RecommendedContainers(spec)
+	desired := desiredResourcesOf(&vs.Spec, containers, rec)
+	var out []v1alpha1.ContainerResources
+	for _, c := range containers {
+		if d, ok := desired[c.Name]; ok {
+			out = append(out, v1alpha1.ContainerResources{ContainerName: c.Name, Requests: d.Requests, Limits: d.Limits})
+		}
+	}
+	return out, nil
 }

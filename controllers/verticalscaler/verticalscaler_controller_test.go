@@ -142,31 +142,31 @@ func TestEveryOrderOfCreationAndDeletion(t *testing.T) {
 
 	// The VerticalScaler first: its Deployment does not exist yet.
 	vs := newScaler(t, ns, "early", "web", v1alpha1.UpdateModeOff)
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
-	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
+	waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
 
 	// The Deployment appears: the map function finds the VerticalScaler through the index.
 	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{})
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
 
 	// The Deployment goes: status says so, nothing else happens.
 	if err := env.Client.Delete(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
 
 	// It comes back.
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
 
 	// The VerticalScaler is pointed at another Deployment, which does not exist, then does.
 	vs.Spec.DeploymentName = "api"
 	if err := env.Client.Update(ctx, vs); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionFalse, v1alpha1.ReasonDeploymentNotFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
 	newDeployment(t, ns, "api", corev1.ResourceRequirements{})
-	waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
+	waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
 }
 
 func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
@@ -179,7 +179,7 @@ func TestDeploymentUpdateReconcilesOnlyItsVerticalScaler(t *testing.T) {
 		newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff),
 		newScaler(t, ns, "api", "api", v1alpha1.UpdateModeOff),
 	} {
-		waitCondition(t, vs, v1alpha1.ConditionDeploymentFound, metav1.ConditionTrue, v1alpha1.ReasonDeploymentFound)
+		waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
 	}
 	before := settledReconciles(t)
 
@@ -222,7 +222,7 @@ func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 	// 588m and 363Mi. The policy caps CPU at 400m. A few samples are little history: the lower
 	// bound is the Pod minimum, the upper bound very wide (capped at 400m for CPU).
 	got := vs.Status.Recommendation
-	want := &v1alpha1.Recommendation{DeploymentName: "web", Policy: recommender.DefaultPolicy.Status(),
+	want := &v1alpha1.Recommendation{Target: "Deployment.apps/web", DeploymentName: "web", Policy: recommender.DefaultPolicy.Status(),
 		ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 			ContainerName: "app", Target: list("400m", "363Mi"), LowerBound: list("25m", "250Mi"),
 			UpperBound: list("400m", got.ContainerRecommendations[0].UpperBound.Memory().String()), UncappedTarget: list("588m", "363Mi")}}}
@@ -248,6 +248,23 @@ func TestOffModeRecommendsIntoStatusOnly(t *testing.T) {
 	if d.ResourceVersion != before {
 		t.Errorf("Off mode wrote the Deployment: %v", d.Spec.Template.Spec.Containers[0].Resources)
 	}
+
+	// The recommendation is a gauge per container, resource and bound, gone with the
+	// VerticalScaler.
+	series := map[string]string{"namespace": ns, "verticalscaler": "web", "container": "app", "resource": "cpu", "bound": "target"}
+	if v, n, err := testenv.MetricValue("switchboard_verticalscaler_recommendation", series); err != nil || n != 1 || v != 0.4 {
+		t.Errorf("recommendation gauge %v (%d series, %v), want 0.4 cores", v, n, err)
+	}
+	if err := env.Client.Delete(context.Background(), vs); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, timeout, func() error {
+		_, n, err := testenv.MetricValue("switchboard_verticalscaler_recommendation", map[string]string{"namespace": ns})
+		if err != nil || n != 0 {
+			return fmt.Errorf("%d series of the deleted VerticalScaler (%v)", n, err)
+		}
+		return nil
+	})
 }
 
 // ownedContainerFields returns, per manager, the fields it owns in container "app".
@@ -289,11 +306,11 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	if !vs.Status.Applied || vs.Status.LastAppliedTime == nil {
 		t.Errorf("status.applied %v lastAppliedTime %v, want true and set", vs.Status.Applied, vs.Status.LastAppliedTime)
 	}
-	// The write is an Event on the VerticalScaler that says what moved.
+	// The write is an Event on the VerticalScaler that says why: memory below the lower bound
+	// (the Pod minimum); CPU, within the wide bounds of a short history, moves with it.
 	applied := waitEvents(t, vs, v1alpha1.ReasonRecommendationApplied, 1)
-	if note := applied[0].Note; !strings.Contains(note, "container app requests cpu 100m, recommended 588m") ||
-		!strings.Contains(note, "container app requests memory 100Mi, recommended 363Mi") {
-		t.Errorf("Event note %q, want the requests that moved", note)
+	if note := applied[0].Note; !strings.Contains(note, "container app requests memory 100Mi, below the lower bound 250Mi (recommended 363Mi)") {
+		t.Errorf("Event note %q, want the request that was off", note)
 	}
 	if err := get(d); err != nil {
 		t.Fatal(err)
@@ -316,8 +333,9 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 		t.Errorf("myapp no longer owns the image: %v", owned)
 	}
 
-	// Usage stays the same: further cycles write nothing, to the Deployment or to status.
-	appliedVersion, reported := d.ResourceVersion, vs.ResourceVersion
+	// Usage stays the same: further cycles write nothing to the Deployment (the status follows
+	// the bounds as the history grows, at most once a cycle).
+	appliedVersion := d.ResourceVersion
 	time.Sleep(2 * time.Second)
 	if err := get(d); err != nil {
 		t.Fatal(err)
@@ -325,28 +343,19 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	if d.ResourceVersion != appliedVersion {
 		t.Errorf("Deployment written again with nothing to change: %v", d.Spec.Template.Spec.Containers[0].Resources)
 	}
+
+	// A policy now asks for at least a core: the request is below the lower bound, but the
+	// Deployment is not written again before the minimum interval since the last write (every
+	// write rolls Pods).
 	if err := get(vs); err != nil {
 		t.Fatal(err)
 	}
-	if vs.ResourceVersion != reported {
-		t.Errorf("VerticalScaler status written again with nothing to change: %+v", vs.Status)
-	}
-
-	// Usage quadruples: the recommendation in status follows, but the Deployment is not
-	// written again before the minimum interval since the last write (every write rolls Pods).
-	var pods corev1.PodList
-	if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 1 {
-		t.Fatalf("listing the Pod: %v %v", err, pods.Items)
-	}
-	pods.Items[0].Annotations[v1alpha1.UsageAnnotationPrefix+"app"] = "cpu=2,memory=300Mi"
-	if err := env.Client.Update(ctx, &pods.Items[0]); err != nil {
+	vs.Spec.ContainerPolicies = []v1alpha1.ContainerPolicy{{ContainerName: "*", MinAllowed: list("1", "")}}
+	if err := env.Client.Update(ctx, vs); err != nil {
 		t.Fatal(err)
 	}
 	waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonWaitingForMinApplyInterval)
-	if got := vs.Status.Recommendation.ContainerRecommendations[0].Target.Cpu(); got.Cmp(resource.MustParse("1")) < 0 {
-		t.Errorf("recommended cpu %s after usage went to 2 cores, want it above 1", got)
-	}
-	if c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionApplied); !strings.Contains(c.Message, "Container app requests cpu 588m, recommended") {
+	if c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionApplied); !strings.Contains(c.Message, "Container app requests cpu 588m, below the lower bound 1 (recommended 1)") {
 		t.Errorf("Applied message %q, want the request that is off", c.Message)
 	}
 	if err := get(d); err != nil {
@@ -392,10 +401,11 @@ func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 	ns := env.Namespace(t, "vs-")
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeOff)
-	// A recommendation from an earlier run of the manager.
+	// A recommendation from an earlier run of the manager, of a release before targets: it
+	// names the Deployment only.
 	last := &v1alpha1.Recommendation{DeploymentName: "web", ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("250m", "256Mi"), UncappedTarget: list("250m", "256Mi")}}}
-	vs.Status.Recommendation = last
+	vs.Status.Recommendation = last.DeepCopy()
 	if err := env.Client.Status().Update(ctx, vs); err != nil {
 		t.Fatal(err)
 	}
@@ -406,6 +416,8 @@ func TestMetricsUnavailableKeepsTheLastRecommendation(t *testing.T) {
 	if !strings.Contains(c.Message, "is metrics-server installed?") || !strings.Contains(c.Message, "the last recommendation is kept") {
 		t.Errorf("message = %q, want the cause and that the recommendation is kept", c.Message)
 	}
+	// Kept, and now naming its target.
+	last.Target = "Deployment.apps/web"
 	if diff := cmp.Diff(last, vs.Status.Recommendation, compare.Quantities); diff != "" {
 		t.Errorf("recommendation (-want +got):\n%s", diff)
 	}
@@ -428,7 +440,7 @@ func TestPolicyForMissingContainerIsAConditionNotARetryLoop(t *testing.T) {
 	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
 	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeAuto, v1alpha1.ContainerPolicy{ContainerName: "ghost"})
 	c := waitCondition(t, vs, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonContainerNotFound)
-	if want := `spec.containerPolicies[0].containerName: the Deployment has no container "ghost"`; c.Message != want {
+	if want := `spec.containerPolicies[0].containerName: the target's Pod template has no container "ghost"`; c.Message != want {
 		t.Errorf("message = %q, want %q", c.Message, want)
 	}
 	before := settledReconciles(t)
@@ -445,12 +457,18 @@ func TestCRDRejectsInvalidSpecs(t *testing.T) {
 		spec v1alpha1.VerticalScalerSpec
 		want []string
 	}{
-		{name: "empty deployment name", spec: v1alpha1.VerticalScalerSpec{},
-			want: []string{"spec.deploymentName"}},
+		{name: "no target", spec: v1alpha1.VerticalScalerSpec{},
+			want: []string{"spec", "set exactly one of deploymentName and targetRef"}},
+		{name: "two targets", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			TargetRef: &v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"}},
+			want: []string{"spec", "set exactly one of deploymentName and targetRef"}},
+		{name: "targetRef without a kind", spec: v1alpha1.VerticalScalerSpec{
+			TargetRef: &v1alpha1.TargetReference{APIVersion: "apps/v1", Name: "db"}},
+			want: []string{"spec.targetRef.kind"}},
 		{name: "bad deployment name", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "Web_1"},
 			want: []string{"spec.deploymentName", "must be a Deployment name"}},
 		{name: "unknown update mode", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web", UpdateMode: "Sometimes"},
-			want: []string{"spec.updateMode", `supported values: "Off", "Auto"`}},
+			want: []string{"spec.updateMode", `supported values: "Off", "Initial", "Recreate", "InPlaceOrRecreate", "Auto"`}},
 		{name: "empty container name", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
 			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: ""}}},
 			want: []string{"spec.containerPolicies[0].containerName"}},
@@ -475,6 +493,18 @@ func TestCRDRejectsInvalidSpecs(t *testing.T) {
 		{name: "negative margin", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
 			RecommenderPolicy: &v1alpha1.RecommenderPolicy{SafetyMarginPercent: new(int32(-1))}},
 			want: []string{"spec.recommenderPolicy.safetyMarginPercent", "greater than or equal to 0"}},
+		{name: "OOM bump below 1", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "*", OOMBumpUpRatio: new(resource.MustParse("0.5"))}}},
+			want: []string{"spec.containerPolicies[0].oomBumpUpRatio", "must be at least 1"}},
+		{name: "negative OOM minimum", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "*", OOMMinBumpUp: new(resource.MustParse("-1Mi"))}}},
+			want: []string{"spec.containerPolicies[0].oomMinBumpUp", "must not be negative"}},
+		{name: "memory window of seconds", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "*", MemoryAggregationInterval: &metav1.Duration{Duration: 10 * time.Second}}}},
+			want: []string{"spec.containerPolicies[0].memoryAggregationInterval", "must be at least 1m"}},
+		{name: "no memory windows", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
+			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "*", MemoryAggregationIntervalCount: new(int32(0))}}},
+			want: []string{"spec.containerPolicies[0].memoryAggregationIntervalCount", "greater than or equal to 1"}},
 		{name: "unknown controlled resource", spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web",
 			ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "app", ControlledResources: []v1alpha1.ControlledResource{"gpu"}}}},
 			want: []string{"spec.containerPolicies[0].controlledResources[0]", `supported values: "cpu", "memory"`}},

@@ -208,9 +208,10 @@ func sortObjects(objs []*unstructured.Unstructured) (*sorted, error) {
 			s.extra = append(s.extra, obj)
 		case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
 			// Left out: a registry+v1 bundle cannot carry admission policies, and an OLM
-			// install may watch one namespace, where a cluster-wide policy would set the
-			// MyApp finalizer in namespaces no controller watches. Installed by OLM, the
-			// myapp controller adds the finalizer itself.
+			// install may watch one namespace, where a cluster-wide policy would act in
+			// namespaces no controller watches. Installed by OLM, the myapp controller adds
+			// the finalizer itself, and the verticalscaler sizes new Pods once they run
+			// (InPlaceOrRecreate) or replaces them (Recreate).
 		default:
 			return nil, fmt.Errorf("%s %s: a bundle cannot carry this kind", obj.GetKind(), obj.GetName())
 		}

@@ -133,6 +133,8 @@ In another terminal (docs/getting-started.md walks through each step):
   kubectl patch configmap sample-config --type=merge -p '{"data":{"GREETING":"hello again"}}'
   kubectl patch secret sample-credentials --type=merge -p '{"stringData":{"API_TOKEN":"rotated-token"}}'
   kubectl get events --field-selector reason=ConfigChanged
+  kubectl get pods -l app=resized -w -o custom-columns='NAME:.metadata.name,CPU:.spec.containers[0].resources.requests.cpu,MEMORY:.spec.containers[0].resources.requests.memory,RUNNING CPU:.status.containerStatuses[0].resources.requests.cpu,RESTARTS:.status.containerStatuses[0].restartCount'
+                                                         # the VerticalScaler "resized" resizes these in place: new requests, same Pods, no restart
 
 Starting the manager with every default controller. Ctrl-C stops the manager and the cluster.
 

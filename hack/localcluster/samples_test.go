@@ -11,8 +11,8 @@ import (
 
 // TestSamples checks that the samples parse and hold what `make run` and docs/getting-started.md
 // promise: a ConfigMap, a MyApp taking its environment from it, a VerticalScaler naming that
-// MyApp's Deployment, and a Deployment opted in with Reloader's annotation that takes its
-// environment from a Secret.
+// MyApp's Deployment, a Deployment opted in with Reloader's annotation that takes its
+// environment from a Secret, and a Deployment whose Pods a VerticalScaler resizes in place.
 func TestSamples(t *testing.T) {
 	data, err := readKustomization(filepath.Join("..", "..", "config", "samples"))
 	if err != nil {
@@ -20,7 +20,8 @@ func TestSamples(t *testing.T) {
 	}
 	text := string(data)
 	for _, want := range []string{"kind: ConfigMap", "name: sample-config", "kind: MyApp", "- configMapName: sample-config", "kind: VerticalScaler", "deploymentName: sample",
-		"kind: Secret", "name: sample-credentials", "name: sample-worker", "reloader.stakater.com/auto: \"true\"", "secretRef:"} {
+		"kind: Secret", "name: sample-credentials", "name: sample-worker", "reloader.stakater.com/auto: \"true\"", "secretRef:",
+		"name: resized", "updateMode: InPlaceOrRecreate"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("samples lack %q:\n%s", want, text)
 		}

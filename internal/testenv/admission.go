@@ -18,9 +18,14 @@ import (
 	"github.com/example/switchboard/internal/manifests"
 )
 
-// finalizerPolicyFile is the myapp component's MutatingAdmissionPolicy and its binding, which
-// set the MyApp finalizer at creation, relative to the module root.
-var finalizerPolicyFile = filepath.Join("config", "components", "myapp", "finalizer_policy.yaml")
+// The admission policies the components ship, with their bindings, relative to the module
+// root: myapp's sets the MyApp finalizer at creation, the verticalscaler's gives new Pods the
+// recommended resources.
+var (
+	finalizerPolicyFile = filepath.Join("config", "components", "myapp", "finalizer_policy.yaml")
+	// PodResourcesPolicyFile is the verticalscaler's.
+	PodResourcesPolicyFile = filepath.Join("config", "components", "verticalscaler", "pod_resources_policy.yaml")
+)
 
 // BindFinalizerPolicy installs the myapp component's finalizer policy as `kubectl apply -k
 // config/default` does, with its binding limited to namespace ns, so that other tests, and a
@@ -31,13 +36,22 @@ var finalizerPolicyFile = filepath.Join("config", "components", "myapp", "finali
 // the test ends too.
 func (e *Env) BindFinalizerPolicy(t testing.TB, ns string) func() {
 	t.Helper()
+	return e.BindAdmissionPolicy(t, finalizerPolicyFile, ns, func(ctx context.Context) error { return FinalizerSetAtCreation(ctx, e.Client, ns) })
+}
+
+// BindAdmissionPolicy installs the MutatingAdmissionPolicy of file (relative to the module root,
+// with its binding) as `kubectl apply -k` does, with the binding limited to namespace ns and
+// named for it, and waits until ready says it takes effect (nil: no wait). The returned function
+// removes the binding; it runs when the test ends too.
+func (e *Env) BindAdmissionPolicy(t testing.TB, file, ns string, ready func(context.Context) error) func() {
+	t.Helper()
 	ctx := context.Background()
-	policy, binding, err := finalizerPolicy()
+	policy, binding, err := admissionPolicy(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Client.Create(ctx, policy); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating the finalizer policy: %v", err)
+		t.Fatalf("creating the policy of %s: %v", file, err)
 	}
 	binding.SetName(binding.GetName() + "-" + ns)
 	selector := map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}
@@ -45,15 +59,17 @@ func (e *Env) BindFinalizerPolicy(t testing.TB, ns string) func() {
 		t.Fatal(err)
 	}
 	if err := e.Client.Create(ctx, binding); err != nil {
-		t.Fatalf("binding the finalizer policy to %s: %v", ns, err)
+		t.Fatalf("binding the policy of %s to %s: %v", file, ns, err)
 	}
 	unbind := func() {
 		if err := e.Client.Delete(ctx, binding); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("removing the finalizer policy's binding to %s: %v", ns, err)
+			t.Errorf("removing the binding of %s to %s: %v", file, ns, err)
 		}
 	}
 	t.Cleanup(unbind)
-	Poll(t, time.Minute, 100*time.Millisecond, func() error { return FinalizerSetAtCreation(ctx, e.Client, ns) })
+	if ready != nil {
+		Poll(t, time.Minute, 100*time.Millisecond, func() error { return ready(ctx) })
+	}
 	return unbind
 }
 
@@ -74,19 +90,19 @@ func FinalizerSetAtCreation(ctx context.Context, c client.Client, ns string) err
 	return nil
 }
 
-// finalizerPolicy reads the policy and its binding from finalizerPolicyFile.
-func finalizerPolicy() (policy, binding *unstructured.Unstructured, err error) {
+// admissionPolicy reads the policy and its binding from file, relative to the module root.
+func admissionPolicy(file string) (policy, binding *unstructured.Unstructured, err error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(root, finalizerPolicyFile))
+	data, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		return nil, nil, err
 	}
 	objs, err := manifests.Decode(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", finalizerPolicyFile, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", file, err)
 	}
 	for _, obj := range objs {
 		switch obj.GetKind() {
@@ -97,7 +113,7 @@ func finalizerPolicy() (policy, binding *unstructured.Unstructured, err error) {
 		}
 	}
 	if policy == nil || binding == nil {
-		return nil, nil, fmt.Errorf("%s holds no MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding", finalizerPolicyFile)
+		return nil, nil, fmt.Errorf("%s holds no MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding", file)
 	}
 	return policy, binding, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // mutatingVerbs are the apiserver_request_total verbs that write.
@@ -125,4 +126,33 @@ func labels(m *dto.Metric) map[string]string {
 		out[lp.GetName()] = lp.GetValue()
 	}
 	return out
+}
+
+// MetricValue returns the sum of the series of the counter or gauge name in this process
+// (controller-runtime's registry) whose labels include want, and how many there are; 0 and 0
+// when there is none.
+func MetricValue(name string, want map[string]string) (float64, int, error) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0, 0, fmt.Errorf("gathering this process's metrics: %w", err)
+	}
+	var sum float64
+	n := 0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := labels(m)
+			match := true
+			for k, v := range want {
+				match = match && got[k] == v
+			}
+			if match {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				n++
+			}
+		}
+	}
+	return sum, n, nil
 }

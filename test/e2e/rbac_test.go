@@ -205,8 +205,8 @@ func myAppAndVerticalScalerWork(t *testing.T, c *testCluster, ns string) {
 		if err := c.admin.Get(ctx, client.ObjectKeyFromObject(vs), vs); err != nil {
 			return err
 		}
-		if !meta.IsStatusConditionTrue(vs.Status.Conditions, v1alpha1.ConditionDeploymentFound) {
-			return fmt.Errorf("VerticalScaler conditions %v: want %s True", vs.Status.Conditions, v1alpha1.ConditionDeploymentFound)
+		if !meta.IsStatusConditionTrue(vs.Status.Conditions, v1alpha1.ConditionTargetFound) {
+			return fmt.Errorf("VerticalScaler conditions %v: want %s True", vs.Status.Conditions, v1alpha1.ConditionTargetFound)
 		}
 		return nil
 	})

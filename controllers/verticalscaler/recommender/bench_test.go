@@ -81,12 +81,25 @@ func (r *reader) read(pods []corev1.Pod, at time.Time, i int) []PodUsage {
 // request weighs each CPU sample.
 var benchRequests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
 
+// benchPods returns n Pods of the workload named deployment, each with the containers "app" and
+// "proxy" requesting benchRequests.
 func benchPods(deployment string, n int) []corev1.Pod {
 	pods := make([]corev1.Pod, n)
 	for i := range pods {
-		pods[i] = corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", deployment, i)}}
+		pods[i] = corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", deployment, i)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "app", Resources: corev1.ResourceRequirements{Requests: benchRequests}},
+				{Name: "proxy", Resources: corev1.ResourceRequirements{Requests: benchRequests}},
+			}}}
 	}
 	return pods
+}
+
+// benchScaler returns a VerticalScaler of the Deployment name, found by the controller.
+func benchScaler(name string) v1alpha1.VerticalScaler {
+	return v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(name)},
+		Spec:   v1alpha1.VerticalScalerSpec{DeploymentName: name},
+		Status: v1alpha1.VerticalScalerStatus{Target: "Deployment.apps/" + name, TargetSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}
 }
 
 // BenchmarkRecommenderSample measures the recommender's CPU per usage sample: one read of a
@@ -97,15 +110,14 @@ func benchPods(deployment string, n int) []corev1.Pod {
 //	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench RecommenderSample
 func BenchmarkRecommenderSample(b *testing.B) {
 	containers := []string{"app", "proxy"}
-	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	pods := benchPods("web", 2)
 	r := newReader(1, len(pods), containers)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// A day of history first, so that the histograms have their working size.
-	h := &deploymentHistory{containers: map[string]*ContainerHistory{}}
+	h := &targetHistory{containers: map[string]*ContainerHistory{}}
 	for i := range 24 * 60 {
 		at := t0.Add(time.Duration(i) * time.Minute)
-		h.add(r.read(pods, at, i), pods, recommended, at)
+		h.add(r.read(pods, at, i), pods, at)
 	}
 	samples := len(pods) * len(containers)
 	i := 24 * 60
@@ -116,7 +128,7 @@ func BenchmarkRecommenderSample(b *testing.B) {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		read := r.read(pods, at, i)
 		b.StartTimer()
-		h.add(read, pods, recommended, at)
+		h.add(read, pods, at)
 		i++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*samples), "ns/sample")
@@ -145,26 +157,26 @@ func BenchmarkRecommenderMemory(b *testing.B) {
 	scalers := benchSetting("SWITCHBOARD_BENCH_SCALERS", 10000, 100)
 	hours := benchSetting("SWITCHBOARD_BENCH_HOURS", 24, 2)
 	containers := []string{"app", "proxy"}
-	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for b.Loop() {
 		r := newReader(3, 2, containers)
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
-		p := &UsageProducer{histories: map[types.NamespacedName]*deploymentHistory{}}
+		p := &UsageProducer{histories: map[historyKey]*targetHistory{}}
 		p.written = map[types.NamespacedName]checkpointMark{}
 		for d := range scalers {
-			key := types.NamespacedName{Namespace: "bench", Name: fmt.Sprintf("web-%d", d)}
-			h := &deploymentHistory{containers: map[string]*ContainerHistory{}}
+			name := fmt.Sprintf("web-%d", d)
+			key := historyKey{Namespace: "bench", Target: "Deployment.apps/" + name}
+			h := &targetHistory{containers: map[string]*ContainerHistory{}}
 			p.histories[key] = h
-			pods := benchPods(key.Name, 2)
+			pods := benchPods(name, 2)
 			for i := range hours * 60 {
 				at := t0.Add(time.Duration(i) * time.Minute)
-				h.add(r.read(pods, at, i+d), pods, recommended, at)
+				h.add(r.read(pods, at, i+d), pods, at)
 			}
 			// What the poller remembers of the VerticalScaler's last checkpoint.
-			p.written[key] = checkpointMark{at: t0, deployment: key.Name, version: h.version}
+			p.written[types.NamespacedName{Namespace: "bench", Name: name}] = checkpointMark{at: t0, target: key.Target, version: h.version}
 		}
 		runtime.GC()
 		var after runtime.MemStats
@@ -197,11 +209,12 @@ func (w *benchWriter) Apply(_ context.Context, obj kruntime.ApplyConfiguration, 
 // BenchmarkCheckpointWrites drives the checkpoint writer with a fake clock over a simulated
 // hour (SWITCHBOARD_BENCH_MINUTES, 60) at SWITCHBOARD_BENCH_SCALERS VerticalScalers (10,000; 100
 // under SWITCHBOARD_BENCH_SMOKE), each of its own Deployment of 2 Pods with 2 containers, read
-// once a minute, checkpointed every 10 minutes (the defaults), against a client that counts the
-// writes. Every VerticalScaler is due at the start, as after a restart with no checkpoints. It
-// reports the writes in the hour, the writes per VerticalScaler and interval (the mean, and the
-// most in any interval-long window of one VerticalScaler: the bound is 1), the most in
-// a cycle, and the size of a checkpoint sent at the end of the hour.
+// once a minute, with the default interval (a minute) and bound on writes (15 a second), against
+// a client that counts the writes. Every VerticalScaler is due at the start, as after a restart
+// with no checkpoints. It reports the writes in the hour, the writes per VerticalScaler and
+// interval (the mean, and the most in any interval-long window of one VerticalScaler: the bound
+// is 1), the most in a cycle, the longest a VerticalScaler waited between two checkpoints (what
+// a crash loses at most) in minutes, and the size of a checkpoint sent at the end of the hour.
 //
 //	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench CheckpointWrites -benchtime 1x
 func BenchmarkCheckpointWrites(b *testing.B) {
@@ -209,21 +222,19 @@ func BenchmarkCheckpointWrites(b *testing.B) {
 	minutes := benchSetting("SWITCHBOARD_BENCH_MINUTES", 60, 60)
 	const interval = DefaultCheckpointInterval
 	containers := []string{"app", "proxy"}
-	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for b.Loop() {
 		now := t0
 		w := &benchWriter{now: &now, writes: map[string][]time.Time{}}
-		p := &UsageProducer{Interval: DefaultUsageInterval, CheckpointInterval: interval, CheckpointReader: fakeReader{},
-			CheckpointWriter: w, FieldManager: "verticalscaler", Now: func() time.Time { return now },
-			histories: map[types.NamespacedName]*deploymentHistory{}, written: map[types.NamespacedName]checkpointMark{}}
+		p := &UsageProducer{Interval: DefaultUsageInterval, CheckpointInterval: interval, CheckpointWritesPerSecond: DefaultCheckpointWritesPerSecond,
+			CheckpointReader: fakeReader{}, CheckpointWriter: w, FieldManager: "verticalscaler", Now: func() time.Time { return now },
+			histories: map[historyKey]*targetHistory{}, written: map[types.NamespacedName]checkpointMark{}}
 		list := make([]v1alpha1.VerticalScaler, scalers)
 		pods := make([][]corev1.Pod, scalers)
 		for d := range list {
 			name := fmt.Sprintf("web-%d", d)
-			list[d] = v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(name)},
-				Spec: v1alpha1.VerticalScalerSpec{DeploymentName: name}}
-			p.histories[types.NamespacedName{Namespace: "bench", Name: name}] = &deploymentHistory{containers: map[string]*ContainerHistory{}}
+			list[d] = benchScaler(name)
+			p.histories[historyKey{Namespace: "bench", Target: "Deployment.apps/" + name}] = &targetHistory{containers: map[string]*ContainerHistory{}}
 			pods[d] = benchPods(name, 2)
 		}
 		r := newReader(7, 2, containers)
@@ -232,8 +243,8 @@ func BenchmarkCheckpointWrites(b *testing.B) {
 			now = t0.Add(time.Duration(i) * time.Minute)
 			// The cycle's reads, then its writes, as the poller runs them.
 			for d := range list {
-				h := p.histories[types.NamespacedName{Namespace: "bench", Name: list[d].Name}]
-				h.add(r.read(pods[d], now, i+d), pods[d], recommended, now)
+				h := p.histories[historyKey{Namespace: "bench", Target: "Deployment.apps/" + list[d].Name}]
+				h.add(r.read(pods[d], now, i+d), pods[d], now)
 			}
 			before := w.total()
 			p.writeCheckpoints(context.Background(), list)
@@ -244,8 +255,22 @@ func BenchmarkCheckpointWrites(b *testing.B) {
 		b.ReportMetric(float64(w.total())/float64(scalers)/intervals, "writes/scaler/interval")
 		b.ReportMetric(float64(w.mostInAnInterval(interval)), "max-writes/scaler/interval")
 		b.ReportMetric(float64(most), "max-writes/cycle")
+		b.ReportMetric(w.longestGap(t0.Add(time.Duration(minutes-1)*time.Minute)).Minutes(), "max-minutes-between-checkpoints")
 		b.ReportMetric(float64(w.bytes), "bytes/checkpoint")
 	}
+}
+
+// longestGap is the longest a VerticalScaler went without a checkpoint, up to end (the last
+// cycle), counting from its first.
+func (w *benchWriter) longestGap(end time.Time) time.Duration {
+	var longest time.Duration
+	for _, at := range w.writes {
+		for i := 1; i < len(at); i++ {
+			longest = max(longest, at[i].Sub(at[i-1]))
+		}
+		longest = max(longest, end.Sub(at[len(at)-1]))
+	}
+	return longest
 }
 
 // total is how many checkpoints were written.
@@ -294,5 +319,59 @@ func BenchmarkCheckpointSize(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(w.bytes), "bytes/checkpoint")
+	}
+}
+
+// BenchmarkStatusWrites counts the status writes the poller's news causes, at most one per
+// VerticalScaler and cycle: SWITCHBOARD_BENCH_SCALERS VerticalScalers (10,000; 100 under
+// SWITCHBOARD_BENCH_SMOKE), each of its own Deployment of 2 Pods with 2 containers, read once a
+// minute over SWITCHBOARD_BENCH_HOURS (24) of a steady load (300m and 400Mi, 10% noise), each
+// report written into the status as the controller writes it. It reports the writes per
+// VerticalScaler and minute in the first hour and in the last, and the writes per second they
+// make for all of them.
+//
+//	go test ./controllers/verticalscaler/recommender/ -run '^$' -bench StatusWrites -benchtime 1x
+func BenchmarkStatusWrites(b *testing.B) {
+	scalers := benchSetting("SWITCHBOARD_BENCH_SCALERS", 10000, 100)
+	hours := benchSetting("SWITCHBOARD_BENCH_HOURS", 24, 2)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for b.Loop() {
+		rng := rand.New(rand.NewPCG(11, 12))
+		list := make([]v1alpha1.VerticalScaler, scalers)
+		histories := make([]*targetHistory, scalers)
+		pods := make([][]corev1.Pod, scalers)
+		for d := range list {
+			name := fmt.Sprintf("web-%d", d)
+			list[d] = benchScaler(name)
+			histories[d] = &targetHistory{containers: map[string]*ContainerHistory{}}
+			pods[d] = benchPods(name, 2)
+		}
+		usage := make([]PodUsage, 2)
+		writesInHour := make([]int, hours)
+		for i := range hours * 60 {
+			now := t0.Add(time.Duration(i) * time.Minute)
+			for d := range list {
+				for j := range usage {
+					noise := func() float64 { return 1 + 0.1*(2*rng.Float64()-1) }
+					l := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(300*noise()), resource.DecimalSI),
+						corev1.ResourceMemory: *resource.NewQuantity(int64(400*noise())<<20, resource.BinarySI)}
+					usage[j] = PodUsage{Pod: pods[d][j].Name, Timestamp: now, Containers: map[string]corev1.ResourceList{"app": l, "proxy": l}}
+				}
+				perPod := histories[d].add(usage, pods[d], now)
+				r := report(&list[d], observation{histories: histories[d].containers, containers: perPod})
+				if r == nil {
+					continue
+				}
+				// As the controller writes it (no container policy bounds it).
+				list[d].Status.Recommendation = r.Recommendation
+				list[d].Status.Conditions = []metav1.Condition{r.Provided}
+				writesInHour[i/60]++
+			}
+		}
+		perScalerMinute := func(hour int) float64 { return float64(writesInHour[hour]) / float64(scalers) / 60 }
+		b.ReportMetric(perScalerMinute(0), "writes/scaler/minute-first-hour")
+		b.ReportMetric(perScalerMinute(hours-1), "writes/scaler/minute-last-hour")
+		b.ReportMetric(float64(writesInHour[0])/3600, "writes/s-first-hour")
+		b.ReportMetric(float64(writesInHour[hours-1])/3600, "writes/s-last-hour")
 	}
 }

@@ -182,7 +182,7 @@ func LoadContainerCheckpoint(cp v1alpha1.ContainerCheckpoint) (*ContainerHistory
 
 // checkpoint returns the status of a checkpoint of the history, written at time at, with its
 // containers by name.
-func (h *deploymentHistory) checkpoint(at time.Time) (v1alpha1.VerticalScalerCheckpointStatus, error) {
+func (h *targetHistory) checkpoint(at time.Time) (v1alpha1.VerticalScalerCheckpointStatus, error) {
 	status := v1alpha1.VerticalScalerCheckpointStatus{Version: CheckpointVersion, WriteTime: metav1.NewTime(at)}
 	for name, c := range h.containers {
 		cp, err := c.Checkpoint(name, at)
@@ -197,11 +197,11 @@ func (h *deploymentHistory) checkpoint(at time.Time) (v1alpha1.VerticalScalerChe
 
 // loadCheckpoint returns the history a checkpoint's status holds, or why it cannot: another
 // version of the encoding, or data that does not fit the histograms.
-func loadCheckpoint(status *v1alpha1.VerticalScalerCheckpointStatus) (*deploymentHistory, error) {
+func loadCheckpoint(status *v1alpha1.VerticalScalerCheckpointStatus) (*targetHistory, error) {
 	if status.Version != CheckpointVersion {
 		return nil, fmt.Errorf("checkpoint version %q, this manager reads %q", status.Version, CheckpointVersion)
 	}
-	h := &deploymentHistory{containers: map[string]*ContainerHistory{}}
+	h := &targetHistory{containers: map[string]*ContainerHistory{}}
 	for _, cp := range status.Containers {
 		if _, dup := h.containers[cp.Name]; dup || cp.Name == "" {
 			return nil, fmt.Errorf("container %q twice or unnamed", cp.Name)

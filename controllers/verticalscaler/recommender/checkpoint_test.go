@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/example/switchboard/apis/v1alpha1"
@@ -227,17 +226,16 @@ func TestHistogramLoadCheckpointRejectsBadData(t *testing.T) {
 
 // dayOfHistory returns the history of two containers of two Pods each after a day of reads a
 // minute, as the poller keeps it, ending at the returned time.
-func dayOfHistory() (*deploymentHistory, time.Time) {
+func dayOfHistory() (*targetHistory, time.Time) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	containers := []string{"app", "proxy"}
-	recommended := map[string]corev1.ResourceList{"app": benchRequests, "proxy": benchRequests}
 	pods := benchPods("web", 2)
 	r := newReader(5, len(pods), containers)
-	h := &deploymentHistory{containers: map[string]*ContainerHistory{}}
+	h := &targetHistory{containers: map[string]*ContainerHistory{}}
 	var at time.Time
 	for i := range 24 * 60 {
 		at = t0.Add(time.Duration(i) * time.Minute)
-		h.add(r.read(pods, at, i), pods, recommended, at)
+		h.add(r.read(pods, at, i), pods, at)
 	}
 	return h, at
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/example/switchboard/apis/v1alpha1"
 )
 
 // The constants of the usage history: the VPA recommender's defaults
@@ -24,6 +26,43 @@ const (
 	OOMBumpUpRatio    = 1.2
 	OOMMinBumpUpBytes = 100 << 20
 )
+
+// HistoryConfig is how a container's history aggregates memory and answers OOM kills: the
+// constants above by default, and what a VerticalScaler's container policy sets instead, as the
+// Vertical Pod Autoscaler allows per object since v1.6 (AEP-8026).
+type HistoryConfig struct {
+	// OOMBumpUpRatio and OOMMinBumpUpBytes: after an OOM kill a container needs the memory it
+	// had times the ratio, or plus the minimum, whichever is more.
+	OOMBumpUpRatio    float64
+	OOMMinBumpUpBytes float64
+	// MemoryAggregationInterval is the window of one memory peak per Pod, and
+	// MemoryAggregationIntervals how many windows the history keeps.
+	MemoryAggregationInterval  time.Duration
+	MemoryAggregationIntervals int
+}
+
+// DefaultHistoryConfig is the Vertical Pod Autoscaler's.
+var DefaultHistoryConfig = HistoryConfig{OOMBumpUpRatio: OOMBumpUpRatio, OOMMinBumpUpBytes: OOMMinBumpUpBytes,
+	MemoryAggregationInterval: MemoryAggregationInterval, MemoryAggregationIntervals: MemoryAggregationIntervals}
+
+// HistoryConfigFor returns the history configuration a container policy asks for: the defaults
+// where it says nothing.
+func HistoryConfigFor(p v1alpha1.ContainerPolicy) HistoryConfig {
+	c := DefaultHistoryConfig
+	if p.OOMBumpUpRatio != nil {
+		c.OOMBumpUpRatio = p.OOMBumpUpRatio.AsApproximateFloat64()
+	}
+	if p.OOMMinBumpUp != nil {
+		c.OOMMinBumpUpBytes = p.OOMMinBumpUp.AsApproximateFloat64()
+	}
+	if p.MemoryAggregationInterval != nil && p.MemoryAggregationInterval.Duration > 0 {
+		c.MemoryAggregationInterval = p.MemoryAggregationInterval.Duration
+	}
+	if p.MemoryAggregationIntervalCount != nil && *p.MemoryAggregationIntervalCount > 0 {
+		c.MemoryAggregationIntervals = int(*p.MemoryAggregationIntervalCount)
+	}
+	return c
+}
 
 // ContainerHistory is the usage history of the containers of one name across a Deployment's
 // Pods: the VPA's AggregateContainerState, with the per-Pod state of its ContainerState. It
@@ -54,6 +93,9 @@ type ContainerHistory struct {
 	// pods holds the state of each Pod's container: which of its samples were taken, and its
 	// memory peak in the current interval.
 	pods map[string]*podContainer
+	// config is how memory is aggregated and OOM kills answered; shared by the histories of
+	// one configuration.
+	config *HistoryConfig
 }
 
 // podContainer is the state of one Pod's container, the VPA's ContainerState.
@@ -70,14 +112,23 @@ type podContainer struct {
 	lastOOM time.Time
 }
 
-// NewContainerHistory returns an empty history.
+// NewContainerHistory returns an empty history with the default configuration.
 func NewContainerHistory() *ContainerHistory {
+	return NewContainerHistoryWith(&DefaultHistoryConfig)
+}
+
+// NewContainerHistoryWith returns an empty history with config, which it shares.
+func NewContainerHistoryWith(config *HistoryConfig) *ContainerHistory {
 	return &ContainerHistory{
 		CPU:    newHistogram(&CPUHistogramOptions, UsageHalfLife),
 		Memory: newHistogram(&MemoryHistogramOptions, UsageHalfLife),
 		pods:   map[string]*podContainer{},
+		config: config,
 	}
 }
+
+// Configure makes the history aggregate and answer OOM kills as config says from now on.
+func (c *ContainerHistory) Configure(config *HistoryConfig) { c.config = config }
 
 func (c *ContainerHistory) pod(name string) *podContainer {
 	p := c.pods[name]
@@ -158,7 +209,8 @@ func (c *ContainerHistory) addMemory(p *podContainer, bytes float64, t time.Time
 		}
 	} else {
 		// The sample opens a new interval: the one that holds t.
-		shift := t.Sub(p.windowEnd).Truncate(MemoryAggregationInterval) + MemoryAggregationInterval
+		interval := c.config.MemoryAggregationInterval
+		shift := t.Sub(p.windowEnd).Truncate(interval) + interval
 		p.windowEnd = p.windowEnd.Add(shift)
 		p.memoryPeak, p.oomPeak = 0, 0
 		addPeak = true
@@ -183,12 +235,12 @@ func (c *ContainerHistory) RecordOOM(pod string, finishedAt time.Time, requestBy
 	if !finishedAt.After(p.lastOOM) {
 		return false
 	}
-	if !p.lastMemory.IsZero() && finishedAt.Before(p.lastMemory.Add(-MemoryAggregationInterval)) {
+	if !p.lastMemory.IsZero() && finishedAt.Before(p.lastMemory.Add(-c.config.MemoryAggregationInterval)) {
 		return false
 	}
 	// The VPA leaves out oomPeak here, so that OOM kills in a row do not compound.
 	used := max(requestBytes, p.memoryPeak)
-	needed := max(used+OOMMinBumpUpBytes, used*OOMBumpUpRatio)
+	needed := max(used+c.config.OOMMinBumpUpBytes, used*c.config.OOMBumpUpRatio)
 	if accepted, _ := c.addMemory(p, needed, finishedAt, true); !accepted {
 		return false
 	}
@@ -212,8 +264,8 @@ func (c *ContainerHistory) RetainPods(keep func(pod string) bool) bool {
 	return forgot
 }
 
-// Expired says whether the history had no CPU sample for MemoryAggregationIntervals intervals
-// before now, when the VPA forgets a container.
+// Expired says whether the history had no CPU sample for its configuration's memory
+// aggregation intervals before now, when the VPA forgets a container.
 func (c *ContainerHistory) Expired(now time.Time) bool {
-	return !c.LastSample.IsZero() && now.Sub(c.LastSample) >= MemoryAggregationIntervals*MemoryAggregationInterval
+	return !c.LastSample.IsZero() && now.Sub(c.LastSample) >= time.Duration(c.config.MemoryAggregationIntervals)*c.config.MemoryAggregationInterval
 }

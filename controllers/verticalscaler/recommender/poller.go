@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,42 +31,49 @@ const Source sources.Name = "metrics"
 // every 15 to 60 seconds, so reading more often would only read the same sample again.
 const DefaultUsageInterval = time.Minute
 
-// DefaultReadTimeout bounds each read of one Deployment's Pods and usage: a slow metrics-server
+// DefaultReadTimeout bounds each read of one target's Pods and usage: a slow metrics-server
 // must not hold up the whole cycle, nor the next one.
 const DefaultReadTimeout = 10 * time.Second
 
 // UsageProducer is the verticalscaler's usage poller, the producer of Source. Every Interval it
-// reads, for each Deployment some VerticalScaler names, its Pods (their OOM kills and memory
-// requests) and their usage, adds them to that Deployment's per-container histories
-// (ContainerHistory), and has news for a VerticalScaler only when the recommendation its policy
-// draws moved by more than Threshold from what its status holds (its bounds, at most hourly),
-// when an OOM kill came, or when usage cannot be read and its status does not say so yet. It stores the news in Reports and
-// sends the VerticalScaler's key.
+// reads, for each workload some VerticalScaler names, its Pods (their OOM kills and requests)
+// and their usage, adds them to that workload's per-container histories (ContainerHistory), and
+// has news for a VerticalScaler only when the target or the bounds its policy draws differ from
+// what its status holds (moved), when an OOM kill came, or when usage cannot be read and its
+// status does not say so yet: at most once per cycle. It stores the news in Reports and sends
+// the VerticalScaler's key.
 //
 // The producer compares with the status the controller wrote, not with what it sent, so news
 // whose event was dropped is sent again on the next cycle: level-triggered, like the periodic
 // source. A failed read is reported once and retried on the next cycle, never sooner; a read
 // that times out or finds no metrics API stops the cycle's other reads, which would fail alike.
 //
+// Which workload a VerticalScaler names, and which Pods are its, the controller finds and
+// records in the VerticalScaler's status (target and targetSelector): the producer reads the
+// Pods that selector selects, and skips a VerticalScaler whose status does not name the target
+// its spec names yet.
+//
 // The histories survive a restart or a leader change through checkpoints: at the end of each
-// cycle the producer writes each VerticalScaler's VerticalScalerCheckpoint when its Deployment's
+// cycle the producer writes each VerticalScaler's VerticalScalerCheckpoint when its target's
 // history changed and CheckpointInterval has passed since the last write, the oldest first and
-// a bounded number per cycle (checkpointWriteBudget); a Deployment without a history in memory
+// a bounded number per cycle (checkpointWriteBudget); a target without a history in memory
 // gets it back from the checkpoint before its first samples are added.
 type UsageProducer struct {
-	// Cache lists VerticalScalers and reads Deployments; the manager's cache.
+	// Cache lists VerticalScalers; the manager's cache.
 	Cache client.Reader
-	// Pods lists the Pods of a Deployment; an uncached reader, as Usage's.
+	// Pods lists the Pods of a target: the manager's cache, which holds them trimmed.
 	Pods client.Reader
 	// Usage reads the Pods' usage.
 	Usage UsageReader
+	// Informers gives the Pod informer, whose updates bring OOM kills as they happen, and the
+	// VerticalScaler informer, whose updates say when the controller found a target, to read it
+	// at once; without it, the cycles' reads find both.
+	Informers Informers
 	// Interval is the time between two reads.
 	Interval time.Duration
-	// ReadTimeout bounds the reads of one Deployment, and each read or write of a checkpoint;
+	// ReadTimeout bounds the reads of one target, and each read or write of a checkpoint;
 	// DefaultReadTimeout when zero.
 	ReadTimeout time.Duration
-	// Threshold is the fraction by which a recommendation must move to be sent.
-	Threshold float64
 	// Reports receives the news; the controller reads it from there.
 	Reports *Reports
 	// Now is the clock histories expire and checkpoints are written by; time.Now when nil.
@@ -75,8 +82,14 @@ type UsageProducer struct {
 	// CheckpointInterval is the least time between two checkpoints of one VerticalScaler; zero
 	// turns checkpoints off (neither read nor written).
 	CheckpointInterval time.Duration
+	// CheckpointWritesPerSecond bounds the checkpoint writes of the cycles on average
+	// (checkpointWriteBudget); zero, no bound.
+	CheckpointWritesPerSecond float64
+	// CheckpointFlushTimeout bounds the writes of a planned stop (flushCheckpoints);
+	// DefaultCheckpointFlushTimeout when zero.
+	CheckpointFlushTimeout time.Duration
 	// CheckpointReader reads a VerticalScaler's checkpoint back when the poller first needs the
-	// history of its Deployment: an uncached reader, as each is read once, and caching every
+	// history of its target: an uncached reader, as each is read once, and caching every
 	// checkpoint would cost far more memory than the reads.
 	CheckpointReader client.Reader
 	// CheckpointWriter writes checkpoints, by server-side apply under FieldManager.
@@ -87,16 +100,50 @@ type UsageProducer struct {
 	// none when nil.
 	Recorder events.EventRecorder
 
-	// histories are per Deployment; only Run's goroutine touches them.
-	histories map[types.NamespacedName]*deploymentHistory
+	// histories are per target; only Run's goroutine touches them.
+	histories map[historyKey]*targetHistory
 	// written records each VerticalScaler's last checkpoint; only Run's goroutine touches it.
 	written map[types.NamespacedName]checkpointMark
 }
 
-// deploymentHistory is the usage history of the recommended containers of one Deployment's
-// Pods, by container name.
-type deploymentHistory struct {
+// historyKey names a history: the target's namespace and key (Kind.group/name), and the history
+// configuration of its VerticalScalers (historyConfigKey): VerticalScalers of one target that
+// aggregate memory or answer OOM kills differently keep histories of their own.
+type historyKey struct {
+	Namespace, Target, Config string
+}
+
+// historyConfigKey is the part of spec that shapes a history, in a canonical form: each
+// container policy's OOM bump and memory aggregation, for the policies that set any; empty when
+// none does, the default.
+func historyConfigKey(spec *v1alpha1.VerticalScalerSpec) string {
+	var parts []string
+	for _, p := range spec.ContainerPolicies {
+		if p.OOMBumpUpRatio == nil && p.OOMMinBumpUp == nil && p.MemoryAggregationInterval == nil && p.MemoryAggregationIntervalCount == nil {
+			continue
+		}
+		c := HistoryConfigFor(p)
+		parts = append(parts, fmt.Sprintf("%s:%g/%g/%s/%d", p.ContainerName, c.OOMBumpUpRatio, c.OOMMinBumpUpBytes,
+			c.MemoryAggregationInterval, c.MemoryAggregationIntervals))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// targetHistory is the usage history of the recommended containers of one workload's Pods, by
+// container name.
+type targetHistory struct {
 	containers map[string]*ContainerHistory
+	// selector selects the workload's Pods, and perPod is how many recommended containers a Pod
+	// of it has, as of the last read: what an OOM kill the Pod watch brings between two reads
+	// is matched and estimated with.
+	selector labels.Selector
+	perPod   int
+	// spec holds the container policies of the history's VerticalScalers when they configure
+	// it otherwise than by default (configs caches each container's, by name); nil for the
+	// default.
+	spec    *v1alpha1.VerticalScalerSpec
+	configs map[string]*HistoryConfig
 	// version counts the changes to the history, so that a checkpoint is written only when
 	// there is something new to write.
 	version uint64
@@ -109,16 +156,54 @@ type PodsUsageReader interface {
 	UsageOfPods(namespace string, pods []corev1.Pod) ([]PodUsage, error)
 }
 
-// Run reads usage every Interval until ctx ends.
+// Run reads usage every Interval until ctx ends. On a planned stop (sources.PlannedStop: the
+// manager shuts down, or releases the Lease) it then writes the checkpoints of every history
+// that changed since its last one, within CheckpointFlushTimeout, so that the next manager
+// loses nothing.
 func (p *UsageProducer) Run(ctx context.Context, producer *sources.Producer) error {
-	wait.JitterUntilWithContext(ctx, func(ctx context.Context) { p.cycle(ctx, producer) }, p.Interval, sources.PeriodicJitter, true)
+	kills, stopWatchingKills, err := p.watchOOMKills(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopWatchingKills()
+	found, stopWatchingTargets, err := p.watchFoundTargets(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopWatchingTargets()
+	// The first cycle at once, then one an interval (with jitter) after each; OOM kills in
+	// between as they come.
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case k := <-kills:
+			p.recordKill(ctx, producer, k)
+		case key := <-found:
+			p.readTarget(ctx, producer, key)
+		case <-timer.C:
+			p.cycle(ctx, producer)
+			timer.Reset(wait.Jitter(p.Interval, sources.PeriodicJitter))
+		}
+	}
+	if !sources.PlannedStop(ctx) {
+		return nil
+	}
+	start := time.Now()
+	written, left := p.flushCheckpoints(ctx)
+	if written+left > 0 {
+		logf.FromContext(ctx).Info("Wrote checkpoints on stop", "source", string(producer.Source()), "written", written, "left", left,
+			"durationMs", time.Since(start).Milliseconds())
+	}
 	return nil
 }
 
-// observation is what one cycle read of one Deployment.
+// observation is what one cycle read of one target.
 type observation struct {
-	// histories are the histories of its recommended containers; nil when the Deployment does
-	// not exist.
+	// histories are the histories of its recommended containers.
 	histories map[string]*ContainerHistory
 	// containers is how many containers its Pods have that get a recommendation.
 	containers int
@@ -130,12 +215,12 @@ type observation struct {
 	skip bool
 }
 
-// cycle reads usage once for every targeted Deployment and sends what changed. A failed list of
+// cycle reads usage once for every target and sends what changed. A failed list of
 // VerticalScalers is logged and retried on the next cycle.
 func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 	log := logf.FromContext(ctx).WithValues("source", string(producer.Source()))
 	if p.histories == nil {
-		p.histories = map[types.NamespacedName]*deploymentHistory{}
+		p.histories = map[historyKey]*targetHistory{}
 		p.written = map[types.NamespacedName]checkpointMark{}
 	}
 	var list v1alpha1.VerticalScalerList
@@ -143,17 +228,29 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 		log.Error(err, "Listing VerticalScalers failed")
 		return
 	}
-	byDeployment := map[types.NamespacedName][]*v1alpha1.VerticalScaler{}
+	byTarget := map[historyKey][]*v1alpha1.VerticalScaler{}
+	named := map[historyKey]bool{}
 	for i := range list.Items {
 		vs := &list.Items[i]
-		key := types.NamespacedName{Namespace: vs.Namespace, Name: vs.Spec.DeploymentName}
-		byDeployment[key] = append(byDeployment[key], vs)
+		named[historyKey{Namespace: vs.Namespace, Target: vs.Spec.Target().Key(), Config: historyConfigKey(&vs.Spec)}] = true
+		if key, ok := targetOf(vs); ok {
+			byTarget[key] = append(byTarget[key], vs)
+			continue
+		}
+		if !targetLookedFor(vs) {
+			// Its status was written before this spec, or cleared: the controller looks for the
+			// target again, and records its Pods' selector for the next cycle, which reports
+			// afresh. What was reported before is older than that and is not written back.
+			key := client.ObjectKeyFromObject(vs)
+			p.Reports.Forget(key)
+			send(ctx, producer, key)
+		}
 	}
 	// stop is the failure that ends the cycle's reads: every other read would wait or fail
 	// alike.
 	var stop *observation
 	var restores failures
-	for key, scalers := range byDeployment {
+	for key, scalers := range byTarget {
 		obs := stop
 		if obs == nil {
 			obs = p.observe(ctx, key, scalers, &restores)
@@ -165,51 +262,64 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 			continue
 		}
 		for _, vs := range scalers {
-			r := report(vs, *obs, p.Threshold)
+			r := report(vs, *obs)
 			if r == nil {
 				continue
 			}
 			key := types.NamespacedName{Namespace: vs.Namespace, Name: vs.Name}
 			p.Reports.Store(key, *r)
-			// Only the key travels: the news is in Reports.
-			news := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-			for _, controller := range producer.Consumers() {
-				// A full buffer drops the event and counts it; the next cycle sends it again
-				// because the status still differs.
-				if err := producer.Send(controller, news); err != nil && !errors.Is(err, sources.ErrBufferFull) {
-					log.Error(err, "Sending usage report failed", "controller", controller)
-				}
-			}
+			send(ctx, producer, key)
 		}
 	}
-	// Forget the Deployments nobody targets any more.
+	// Forget the targets nobody names any more. One that is named but not read this cycle (not
+	// found, or its status cleared) keeps its history: the workload may come back.
 	for key := range p.histories {
-		if _, ok := byDeployment[key]; !ok {
+		if !named[key] {
 			delete(p.histories, key)
 		}
 	}
-	restores.log(ctx, "Reading checkpoints failed; their Deployments' usage waits for the next cycle")
+	restores.log(ctx, "Reading checkpoints failed; their targets' usage waits for the next cycle")
 	p.writeCheckpoints(ctx, list.Items)
 }
 
-// observe reads the Pods of one Deployment and their usage into its history. A Deployment that
-// does not exist has nothing to say (the controller reports it) and loses its history; one whose
-// usage cannot be read keeps it. A Deployment without a history in memory (after a restart or a
-// leader change) first gets it back from the checkpoints of the VerticalScalers that name it;
-// when they cannot be read, its usage waits for the next cycle (counted in restores), so that a
-// history started over does not replace a longer one at the next checkpoint.
-func (p *UsageProducer) observe(ctx context.Context, key types.NamespacedName, scalers []*v1alpha1.VerticalScaler, restores *failures) *observation {
-	var d appsv1.Deployment
-	if err := p.Cache.Get(ctx, key, &d); err != nil {
-		if apierrors.IsNotFound(err) {
-			delete(p.histories, key)
-			return &observation{}
+// send asks the controllers that consume the source to reconcile the VerticalScaler key. Only
+// the key travels: the news is in Reports. A full buffer drops the event and counts it; the next
+// cycle sends it again because the status still differs.
+func send(ctx context.Context, producer *sources.Producer, key types.NamespacedName) {
+	news := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	for _, controller := range producer.Consumers() {
+		if err := producer.Send(controller, news); err != nil && !errors.Is(err, sources.ErrBufferFull) {
+			logf.FromContext(ctx).Error(err, "Sending usage report failed", "source", string(producer.Source()), "controller", controller)
 		}
-		return failed(fmt.Errorf("reading Deployment %s: %w", key.Name, err))
 	}
-	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+}
+
+// targetLookedFor says whether the controller looked for the target of vs's spec as it is: its
+// TargetFound condition is of the current generation, found or not.
+func targetLookedFor(vs *v1alpha1.VerticalScaler) bool {
+	c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionTargetFound)
+	return c != nil && c.ObservedGeneration == vs.Generation
+}
+
+// targetOf returns the history a VerticalScaler's samples go to: that of the target its spec
+// names, once the controller found it and recorded its Pod selector in the status.
+func targetOf(vs *v1alpha1.VerticalScaler) (historyKey, bool) {
+	target := vs.Spec.Target().Key()
+	if vs.Status.Target != target || vs.Status.TargetSelector == nil {
+		return historyKey{}, false
+	}
+	return historyKey{Namespace: vs.Namespace, Target: target, Config: historyConfigKey(&vs.Spec)}, true
+}
+
+// observe reads the Pods of one target and their usage into its history. One whose usage cannot
+// be read keeps its history. A target without a history in memory (after a restart or a leader
+// change) first gets it back from the checkpoints of the VerticalScalers that name it; when they
+// cannot be read, its usage waits for the next cycle (counted in restores), so that a history
+// started over does not replace a longer one at the next checkpoint.
+func (p *UsageProducer) observe(ctx context.Context, key historyKey, scalers []*v1alpha1.VerticalScaler, restores *failures) *observation {
+	selector, err := metav1.LabelSelectorAsSelector(scalers[0].Status.TargetSelector)
 	if err != nil {
-		return failed(fmt.Errorf("selector of Deployment %s: %w", key.Name, err))
+		return failed(fmt.Errorf("the Pod selector of %s: %w", key.Target, err))
 	}
 	pods, usage, err := p.read(ctx, key.Namespace, selector)
 	if err != nil {
@@ -221,18 +331,15 @@ func (p *UsageProducer) observe(ctx context.Context, key types.NamespacedName, s
 			restores.add(err)
 			return &observation{skip: true}
 		}
+		h.configure(&scalers[0].Spec)
 		p.histories[key] = h
 	}
-	// The requests of the Pod template now, which the samples of this read are taken under.
-	recommended := map[string]corev1.ResourceList{}
-	for _, c := range RecommendedContainers(&d.Spec.Template.Spec) {
-		recommended[c.Name] = requestsOf(c.Resources)
-	}
-	h.add(usage, pods, recommended, p.now())
-	return &observation{histories: h.containers, containers: len(recommended)}
+	h.selector = selector
+	h.perPod = h.add(usage, pods, p.now())
+	return &observation{histories: h.containers, containers: h.perPod}
 }
 
-// readTimeout bounds each read of one Deployment, and each read or write of a checkpoint.
+// readTimeout bounds each read of one target, and each read or write of a checkpoint.
 func (p *UsageProducer) readTimeout() time.Duration {
 	if p.ReadTimeout <= 0 {
 		return DefaultReadTimeout
@@ -288,50 +395,114 @@ func requestsOf(r corev1.ResourceRequirements) corev1.ResourceList {
 	return out
 }
 
-// add adds the new samples and OOM kills of the recommended containers (by name, with the
-// requests of the Pod template, which weigh their CPU samples), forgets the Pods that are gone,
-// and the containers no longer recommended or without a sample for the whole window. Any change
-// bumps the history's version.
-func (h *deploymentHistory) add(usage []PodUsage, pods []corev1.Pod, recommended map[string]corev1.ResourceList, now time.Time) {
-	history := func(name string) *ContainerHistory {
-		c := h.containers[name]
-		if c == nil {
-			c = NewContainerHistory()
-			h.containers[name] = c
+// runningRequests returns, per recommended container of pod (RecommendedContainers), the
+// requests it runs with: those the kubelet reports in the container's status (which an in-place
+// resize changes), else those of the Pod's spec.
+func runningRequests(pod *corev1.Pod) map[string]corev1.ResourceList {
+	out := map[string]corev1.ResourceList{}
+	for _, c := range RecommendedContainers(&pod.Spec) {
+		out[c.Name] = requestsOf(c.Resources)
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, s := range statuses {
+			if _, ok := out[s.Name]; ok && s.Resources != nil && len(s.Resources.Requests) > 0 {
+				out[s.Name] = requestsOf(*s.Resources)
+			}
 		}
-		return c
+	}
+	return out
+}
+
+// add adds the new samples and OOM kills of the Pods' recommended containers, each CPU sample
+// weighed by the requests its container runs with, forgets the Pods that are gone, and the
+// containers no Pod has any more or without a sample for the whole window. Any change bumps the
+// history's version. It returns how many containers of a Pod get a recommendation: the most any
+// listed Pod has, else as many as the history holds (no Pod runs: a CronJob between its Jobs, a
+// workload scaled to zero keep their history).
+func (h *targetHistory) add(usage []PodUsage, pods []corev1.Pod, now time.Time) int {
+	requests := make(map[string]map[string]corev1.ResourceList, len(pods))
+	recommended := map[string]bool{}
+	perPod := 0
+	for i := range pods {
+		r := runningRequests(&pods[i])
+		requests[pods[i].Name] = r
+		perPod = max(perPod, len(r))
+		for name := range r {
+			recommended[name] = true
+		}
 	}
 	changed := false
 	for _, pod := range usage {
 		for name, u := range pod.Containers {
-			if requests, ok := recommended[name]; ok && history(name).AddSample(pod.Pod, u, requests, pod.Timestamp) {
+			if r, ok := requests[pod.Pod][name]; ok && h.history(name).AddSample(pod.Pod, u, r, pod.Timestamp) {
 				changed = true
 			}
 		}
 	}
 	// OOM kills come after the samples of the same read, as in the VPA's feeder.
-	listed := map[string]bool{}
 	for i := range pods {
 		pod := &pods[i]
-		listed[pod.Name] = true
 		for _, kill := range oomKills(pod) {
-			if _, ok := recommended[kill.container]; ok && history(kill.container).RecordOOM(pod.Name, kill.finishedAt, kill.requestBytes) {
+			if recommended[kill.container] && h.history(kill.container).RecordOOM(pod.Name, kill.finishedAt, kill.requestBytes) {
+				oomKillsTotal.WithLabelValues("read").Inc()
 				changed = true
 			}
 		}
 	}
 	for name, c := range h.containers {
-		if _, ok := recommended[name]; !ok || c.Expired(now) {
+		if (len(pods) > 0 && !recommended[name]) || c.Expired(now) {
 			delete(h.containers, name)
 			changed = true
 			continue
 		}
-		if c.RetainPods(func(pod string) bool { return listed[pod] }) {
+		if c.RetainPods(func(pod string) bool { _, ok := requests[pod]; return ok }) {
 			changed = true
 		}
 	}
 	if changed {
 		h.version++
+	}
+	if perPod == 0 {
+		perPod = len(h.containers)
+	}
+	return perPod
+}
+
+// history returns the history of container name, new when there is none yet.
+func (h *targetHistory) history(name string) *ContainerHistory {
+	c := h.containers[name]
+	if c == nil {
+		c = NewContainerHistoryWith(h.configOf(name))
+		h.containers[name] = c
+	}
+	return c
+}
+
+// configOf returns the history configuration of container name: the default without a spec.
+func (h *targetHistory) configOf(name string) *HistoryConfig {
+	if h.spec == nil {
+		return &DefaultHistoryConfig
+	}
+	if c, ok := h.configs[name]; ok {
+		return c
+	}
+	c := HistoryConfigFor(ContainerPolicyFor(h.spec, name))
+	if h.configs == nil {
+		h.configs = map[string]*HistoryConfig{}
+	}
+	h.configs[name] = &c
+	return &c
+}
+
+// configure makes h's containers keep their history as spec's container policies say. A spec
+// that asks for the defaults is not kept: most histories cost no memory for it.
+func (h *targetHistory) configure(spec *v1alpha1.VerticalScalerSpec) {
+	h.spec, h.configs = nil, nil
+	if historyConfigKey(spec) != "" {
+		h.spec = &v1alpha1.VerticalScalerSpec{ContainerPolicies: spec.DeepCopy().ContainerPolicies}
+	}
+	for name, c := range h.containers {
+		c.Configure(h.configOf(name))
 	}
 }
 
@@ -398,7 +569,7 @@ func IsNativeSidecar(c corev1.Container) bool {
 
 // recommendedMessage is the message of RecommendationProvided=True; it does not change from one
 // report to the next, so that a report changes the status only through the recommendation.
-const recommendedMessage = "Recommended from the usage of the Deployment's Pods"
+const recommendedMessage = "Recommended from the usage of the target's Pods"
 
 // MetricsFailure says whether reason is one of the reasons of RecommendationProvided=False that
 // mean usage could not be read: then the last recommendation is kept.
@@ -411,16 +582,16 @@ func MetricsFailure(reason string) bool {
 }
 
 // report returns the news for vs, or nil when its status already says it: the estimates its
-// policy draws moved by no more than threshold from status.recommendation, with no new OOM kill,
-// or usage cannot be read and the status already gives that reason. With no estimate yet (no
+// policy draws have not moved from status.recommendation, and no new OOM kill came, or usage
+// cannot be read and the status already gives that reason. With no estimate yet (no
 // samples) there is nothing to say.
-func report(vs *v1alpha1.VerticalScaler, obs observation, threshold float64) *Report {
+func report(vs *v1alpha1.VerticalScaler, obs observation) *Report {
 	provided := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided)
 	if obs.err != nil {
 		if provided != nil && provided.Status == metav1.ConditionFalse && provided.Reason == obs.reason {
 			return nil
 		}
-		return &Report{DeploymentName: vs.Spec.DeploymentName, Provided: metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided,
+		return &Report{Target: vs.Spec.Target().Key(), Provided: metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided,
 			Status: metav1.ConditionFalse, Reason: obs.reason, Message: obs.err.Error()}}
 	}
 	policy := PolicyFor(vs.Spec.RecommenderPolicy)
@@ -433,25 +604,29 @@ func report(vs *v1alpha1.VerticalScaler, obs observation, threshold float64) *Re
 	if len(estimates) == 0 {
 		return nil
 	}
-	rec := recommendation(vs.Spec.DeploymentName, policy, estimates)
-	if provided != nil && provided.Reason == v1alpha1.ReasonRecommended && !moved(vs, rec, threshold) {
+	rec := recommendation(&vs.Spec, policy, estimates)
+	if provided != nil && provided.Reason == v1alpha1.ReasonRecommended && !moved(vs, rec) {
 		return nil
 	}
-	return &Report{DeploymentName: vs.Spec.DeploymentName, Recommendation: rec, Provided: metav1.Condition{
+	return &Report{Target: rec.Target, Recommendation: rec, Provided: metav1.Condition{
 		Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRecommended,
 		Message: recommendedMessage}}
 }
 
-// recommendation is the uncapped recommendation of the estimates, by container name, with what
-// they rest on. Times are whole seconds, as the API server keeps them, so that status compares
-// equal once written.
-func recommendation(deploymentName string, policy Policy, estimates map[string]Estimate) *v1alpha1.Recommendation {
+// recommendation is the uncapped recommendation of the estimates of spec's target, by container
+// name, with what they rest on. Times are whole seconds, as the API server keeps them, so that
+// status compares equal once written.
+func recommendation(spec *v1alpha1.VerticalScalerSpec, policy Policy, estimates map[string]Estimate) *v1alpha1.Recommendation {
 	names := make([]string, 0, len(estimates))
 	for name := range estimates {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	rec := &v1alpha1.Recommendation{DeploymentName: deploymentName, Policy: policy.Status()}
+	rec := &v1alpha1.Recommendation{Target: spec.Target().Key(), Policy: policy.Status()}
+	if spec.TargetRef == nil {
+		// Read by a release before targets, should the manager be rolled back.
+		rec.DeploymentName = spec.DeploymentName
+	}
 	for _, name := range names {
 		e := estimates[name]
 		rec.ContainerRecommendations = append(rec.ContainerRecommendations, v1alpha1.ContainerRecommendation{
@@ -472,21 +647,16 @@ func apiTime(t time.Time) *metav1.Time {
 	return &at
 }
 
-// BoundsRefreshInterval is the least history, counted in the time between the last samples
-// behind the status and behind the new estimate, for a move of the bounds alone to be news. The
-// bounds widen or narrow with the history's length (by 1 + 1/days for the upper one): a new
-// history's upper bound moves by more than the tolerance on nearly every read of its first hour,
-// and reporting each move would write status every minute for nothing anyone acts on.
-const BoundsRefreshInterval = time.Hour
-
 // moved says whether rec is news for vs's status: the status has no recommendation for this
-// Deployment, or one drawn with another policy; or a container has none there yet, or its target
-// moved by more than threshold, or it had an OOM kill the status does not show; or, an hour of
-// history (BoundsRefreshInterval) after the status's, its bounds moved by more than threshold,
-// compared as the controller bounds them, by the container's policy.
-func moved(vs *v1alpha1.VerticalScaler, rec *v1alpha1.Recommendation, threshold float64) bool {
+// target, or one drawn with another policy; or a container has none there yet, or its target or
+// either bound differs from the status's at all (the bounds compared as the controller bounds
+// them, by the container's policy), or it had an OOM kill the status does not show. Targets are
+// rounded to a millicore and a mebibyte, so a steady history stops being news once its
+// percentiles settle, while a changing one is news on every read, as the Vertical Pod
+// Autoscaler's recommender refreshes its status on every loop.
+func moved(vs *v1alpha1.VerticalScaler, rec *v1alpha1.Recommendation) bool {
 	status := vs.Status.Recommendation
-	if status == nil || status.DeploymentName != rec.DeploymentName || !equalPolicy(status.Policy, rec.Policy) {
+	if status == nil || v1alpha1.RecommendationTarget(status) != rec.Target || !equalPolicy(status.Policy, rec.Policy) {
 		return true
 	}
 	last := map[string]v1alpha1.ContainerRecommendation{}
@@ -495,16 +665,15 @@ func moved(vs *v1alpha1.VerticalScaler, rec *v1alpha1.Recommendation, threshold 
 	}
 	for _, next := range rec.ContainerRecommendations {
 		c, ok := last[next.ContainerName]
-		if !ok || Moved(c.UncappedTarget, next.Target, threshold) {
+		if !ok || Moved(c.UncappedTarget, next.Target, 0) {
 			return true
 		}
 		if next.LastOOMKillTime != nil && (c.LastOOMKillTime == nil || !c.LastOOMKillTime.Equal(next.LastOOMKillTime)) {
 			return true
 		}
 		bounds := ContainerPolicyFor(&vs.Spec, next.ContainerName)
-		if (c.LastSampleTime == nil || next.LastSampleTime == nil || next.LastSampleTime.Sub(c.LastSampleTime.Time) >= BoundsRefreshInterval) &&
-			(Moved(c.LowerBound, Clamp(next.LowerBound, bounds.MinAllowed, bounds.MaxAllowed), threshold) ||
-				Moved(c.UpperBound, Clamp(next.UpperBound, bounds.MinAllowed, bounds.MaxAllowed), threshold)) {
+		if Moved(c.LowerBound, Clamp(next.LowerBound, bounds.MinAllowed, bounds.MaxAllowed), 0) ||
+			Moved(c.UpperBound, Clamp(next.UpperBound, bounds.MinAllowed, bounds.MaxAllowed), 0) {
 			return true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,49 +23,68 @@ import (
 )
 
 // DefaultCheckpointInterval is the default least time between two checkpoints of one
-// VerticalScaler: a restarted manager loses at most this much of a history that decays over
-// days, and each VerticalScaler costs one write per interval at most.
-const DefaultCheckpointInterval = 10 * time.Minute
+// VerticalScaler: what the Vertical Pod Autoscaler's recommender loses on a crash, as it writes
+// its checkpoints on every one-minute loop. A planned stop loses nothing (flushCheckpoints).
+const DefaultCheckpointInterval = time.Minute
+
+// DefaultCheckpointWritesPerSecond bounds the checkpoint writes of the cycles, on average: up
+// to it every VerticalScaler is written once per interval, past it (more than 900
+// VerticalScalers at one-minute cycles) each less often, so that the API server's cost stays
+// bounded however many there are: about a tenth of a core (docs/performance.md has the figures
+// it was chosen from).
+const DefaultCheckpointWritesPerSecond = 15
+
+// DefaultCheckpointFlushTimeout bounds the writes of a planned stop: within the shipped
+// Deployment's termination grace period (10 s), with room for the rest of the shutdown.
+const DefaultCheckpointFlushTimeout = 5 * time.Second
 
 // minCheckpointWritesPerCycle is the least number of checkpoints a cycle may write, whatever
 // the number of VerticalScalers (the VPA's --min-checkpoints default): a small cluster catches up
 // within a cycle or two.
 const minCheckpointWritesPerCycle = 10
 
+// flushWorkers is how many checkpoints a planned stop writes at once: enough to use the round
+// trips' idle time, few enough not to flood the API server's priority level.
+const flushWorkers = 8
+
 // checkpointWriteBudget is how many checkpoints one cycle may write: twice the share of the
 // VerticalScalers that falls to one cycle when each is written once per checkpoint interval
-// (scalers × usage interval / checkpoint interval), at least minCheckpointWritesPerCycle. The
-// share alone keeps every VerticalScaler within its interval once the writes are spread out;
-// twice as much drains a backlog, every VerticalScaler due at once (the first cycles of a new
-// manager, or of 10,000 new VerticalScalers), in half a checkpoint interval, while no cycle
-// writes more than a fifth of the VerticalScalers at the defaults, so the writes stay spread
-// over the interval instead of coming in one burst every ten minutes.
-func checkpointWriteBudget(scalers int, usageInterval, checkpointInterval time.Duration) int {
+// (scalers × usage interval / checkpoint interval), at least minCheckpointWritesPerCycle, and at
+// most writesPerSecond × usage interval. The share alone keeps every VerticalScaler within its
+// interval once the writes are spread out; twice as much drains a backlog (every VerticalScaler
+// due at once, after a restart without checkpoints) in half an interval; the rate bounds what
+// the writes cost the API server in a large cluster, where each VerticalScaler is then written
+// every scalers / (writesPerSecond × 60) minutes at one-minute cycles.
+func checkpointWriteBudget(scalers int, usageInterval, checkpointInterval time.Duration, writesPerSecond float64) int {
 	share := float64(scalers) * usageInterval.Seconds() / checkpointInterval.Seconds()
-	return max(minCheckpointWritesPerCycle, int(math.Ceil(2*share)))
+	budget := max(minCheckpointWritesPerCycle, int(math.Ceil(2*share)))
+	if writesPerSecond > 0 {
+		budget = min(budget, max(minCheckpointWritesPerCycle, int(writesPerSecond*usageInterval.Seconds())))
+	}
+	return budget
 }
 
 // checkpointMark is what the poller remembers of a VerticalScaler's last checkpoint.
 type checkpointMark struct {
 	// at is when it was written.
 	at time.Time
-	// deployment is the Deployment whose history it holds, and version that history's version
-	// then.
-	deployment string
-	version    uint64
+	// target is the key of the workload whose history it holds, and version that history's
+	// version then.
+	target  string
+	version uint64
 }
 
 // due says whether a VerticalScaler whose last checkpoint is mark (ok false: none this manager
-// knows of) is due for another, of the history of deployment at version: not within interval of
-// the last one, and only when the history changed since.
-func (m checkpointMark) due(ok bool, now time.Time, interval time.Duration, deployment string, version uint64) bool {
+// knows of) is due for another, of the history of target at version: not within interval of the
+// last one, and only when the history changed since.
+func (m checkpointMark) due(ok bool, now time.Time, interval time.Duration, target string, version uint64) bool {
 	if !ok {
 		return true
 	}
 	if now.Sub(m.at) < interval {
 		return false
 	}
-	return m.deployment != deployment || m.version != version
+	return m.target != target || m.version != version
 }
 
 // failures counts the failures of one kind in a cycle, so that a cycle logs one line for them
@@ -92,16 +112,16 @@ func (p *UsageProducer) checkpointsOn() bool {
 	return p.CheckpointInterval > 0 && p.CheckpointReader != nil && p.CheckpointWriter != nil
 }
 
-// restore returns the history of the Deployment key as the newest checkpoint of the
+// restore returns the history of the target key as the newest checkpoint of the
 // VerticalScalers that name it holds, or an empty one when none has a checkpoint of it. A
-// checkpoint of another Deployment (the one a VerticalScaler named before) or of another
+// checkpoint of another workload (the one a VerticalScaler named before) or of another
 // VerticalScaler of the same name (deleted and created again before the garbage collector
 // deleted its checkpoint) is not this history. One that cannot be decoded is reported in a
 // Warning Event and left for the next write to replace. It also remembers when each
 // VerticalScaler's checkpoint was written, so that the next write waits the interval after it.
 // It fails only when a checkpoint cannot be read.
-func (p *UsageProducer) restore(ctx context.Context, key types.NamespacedName, scalers []*v1alpha1.VerticalScaler) (*deploymentHistory, error) {
-	var newest *deploymentHistory
+func (p *UsageProducer) restore(ctx context.Context, key historyKey, scalers []*v1alpha1.VerticalScaler) (*targetHistory, error) {
+	var newest *targetHistory
 	var newestAt time.Time
 	if p.checkpointsOn() {
 		for _, vs := range scalers {
@@ -115,16 +135,16 @@ func (p *UsageProducer) restore(ctx context.Context, key types.NamespacedName, s
 		}
 	}
 	if newest == nil {
-		return &deploymentHistory{containers: map[string]*ContainerHistory{}}, nil
+		return &targetHistory{containers: map[string]*ContainerHistory{}}, nil
 	}
-	logf.FromContext(ctx).V(1).Info("Read usage history back from checkpoint", "deployment", key.Name,
+	logf.FromContext(ctx).V(1).Info("Read usage history back from checkpoint", "target", key.Target,
 		"namespace", key.Namespace, "written", newestAt)
 	return newest, nil
 }
 
-// readCheckpoint reads vs's checkpoint and returns the history it holds of vs's Deployment and
+// readCheckpoint reads vs's checkpoint and returns the history it holds of vs's target and
 // when it was written; a nil history when there is none to read back.
-func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.VerticalScaler) (*deploymentHistory, time.Time, error) {
+func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.VerticalScaler) (*targetHistory, time.Time, error) {
 	vsKey := client.ObjectKeyFromObject(vs)
 	var cp v1alpha1.VerticalScalerCheckpoint
 	readCtx, cancel := context.WithTimeout(ctx, p.readTimeout())
@@ -141,8 +161,8 @@ func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.Vertica
 	}
 	// Written by a manager before this one: the next write waits the interval after it.
 	at := cp.Status.WriteTime.Time
-	p.written[vsKey] = checkpointMark{at: at, deployment: cp.Spec.DeploymentName}
-	if cp.Spec.DeploymentName != vs.Spec.DeploymentName {
+	p.written[vsKey] = checkpointMark{at: at, target: v1alpha1.CheckpointTarget(&cp.Spec)}
+	if v1alpha1.CheckpointTarget(&cp.Spec) != vs.Spec.Target().Key() {
 		return nil, time.Time{}, nil
 	}
 	h, err := loadCheckpoint(&cp.Status)
@@ -159,57 +179,136 @@ func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.Vertica
 	return h, at, nil
 }
 
-// writeCheckpoints writes the checkpoints that are due (checkpointMark.due) of the
-// VerticalScalers whose Deployment has a history, the oldest first (never written before
-// anything else), at most checkpointWriteBudget of them. A write that fails is tried again on a
-// later cycle; the cycle logs one line for its failures.
-func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1.VerticalScaler) {
-	if !p.checkpointsOn() {
-		return
-	}
-	now := p.now()
-	type candidate struct {
-		vs   *v1alpha1.VerticalScaler
-		h    *deploymentHistory
-		last time.Time
-	}
-	var due []candidate
+// checkpointCandidate is a VerticalScaler whose checkpoint is due, its target's history, and
+// when its last checkpoint was written (zero: never).
+type checkpointCandidate struct {
+	vs   *v1alpha1.VerticalScaler
+	h    *targetHistory
+	last time.Time
+}
+
+// dueCheckpoints returns the VerticalScalers of scalers whose checkpoint is due
+// (checkpointMark.due) at now with interval between two, the oldest first (never written before
+// anything else). It forgets the marks of the VerticalScalers that are gone: the garbage
+// collector deletes their checkpoints.
+func (p *UsageProducer) dueCheckpoints(scalers []v1alpha1.VerticalScaler, now time.Time, interval time.Duration) []checkpointCandidate {
+	var due []checkpointCandidate
 	listed := make(map[types.NamespacedName]bool, len(scalers))
 	for i := range scalers {
 		vs := &scalers[i]
 		key := client.ObjectKeyFromObject(vs)
 		listed[key] = true
-		h := p.histories[types.NamespacedName{Namespace: vs.Namespace, Name: vs.Spec.DeploymentName}]
-		if h == nil || len(h.containers) == 0 {
+		target, found := targetOf(vs)
+		h := p.histories[target]
+		if !found || h == nil || len(h.containers) == 0 {
 			continue
 		}
 		mark, ok := p.written[key]
-		if mark.due(ok, now, p.CheckpointInterval, vs.Spec.DeploymentName, h.version) {
-			due = append(due, candidate{vs: vs, h: h, last: mark.at})
+		if mark.due(ok, now, interval, target.Target, h.version) {
+			due = append(due, checkpointCandidate{vs: vs, h: h, last: mark.at})
 		}
 	}
-	// Forget the VerticalScalers that are gone; the garbage collector deletes their checkpoints.
 	for key := range p.written {
 		if !listed[key] {
 			delete(p.written, key)
 		}
 	}
-	slices.SortFunc(due, func(a, b candidate) int {
+	slices.SortFunc(due, func(a, b checkpointCandidate) int {
 		return cmp.Or(a.last.Compare(b.last), cmp.Compare(a.vs.Namespace, b.vs.Namespace), cmp.Compare(a.vs.Name, b.vs.Name))
 	})
-	due = due[:min(len(due), checkpointWriteBudget(len(scalers), p.Interval, p.CheckpointInterval))]
+	return due
+}
+
+// writeCheckpoints writes the checkpoints that are due of the VerticalScalers whose target has
+// a history, the oldest first, at most checkpointWriteBudget of them. A write that fails is
+// tried again on a later cycle; the cycle logs one line for its failures.
+func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1.VerticalScaler) {
+	if !p.checkpointsOn() {
+		return
+	}
+	now := p.now()
+	due := p.dueCheckpoints(scalers, now, p.CheckpointInterval)
+	due = due[:min(len(due), checkpointWriteBudget(len(scalers), p.Interval, p.CheckpointInterval, p.CheckpointWritesPerSecond))]
 	var failed failures
 	for _, c := range due {
 		if ctx.Err() != nil {
 			break
 		}
 		if err := p.writeCheckpoint(ctx, c.vs, c.h, now); err != nil {
+			checkpointWritesTotal.WithLabelValues("cycle", "failed").Inc()
 			failed.add(err)
 			continue
 		}
-		p.written[client.ObjectKeyFromObject(c.vs)] = checkpointMark{at: now, deployment: c.vs.Spec.DeploymentName, version: c.h.version}
+		checkpointWritesTotal.WithLabelValues("cycle", "written").Inc()
+		p.written[client.ObjectKeyFromObject(c.vs)] = checkpointMark{at: now, target: c.vs.Spec.Target().Key(), version: c.h.version}
 	}
 	failed.log(ctx, "Writing checkpoints failed; they are tried again on a later cycle")
+}
+
+// flushCheckpoints writes, on a planned stop, the checkpoint of every VerticalScaler whose
+// history changed since its last checkpoint, whatever the interval, the oldest first,
+// flushWorkers at a time, for at most CheckpointFlushTimeout (ctx is the producer's, already
+// done; the writes get a context of their own). The VerticalScalers come from the cache, which
+// the manager stops after the producers. It returns how many it wrote and how many it left: a
+// history left unwritten loses what it gathered since its last checkpoint, as after a crash.
+func (p *UsageProducer) flushCheckpoints(ctx context.Context) (written, left int) {
+	if !p.checkpointsOn() || len(p.histories) == 0 {
+		return 0, 0
+	}
+	timeout := p.CheckpointFlushTimeout
+	if timeout <= 0 {
+		timeout = DefaultCheckpointFlushTimeout
+	}
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	var list v1alpha1.VerticalScalerList
+	if err := p.Cache.List(flushCtx, &list); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing VerticalScalers to write their checkpoints on stop failed")
+		return 0, len(p.histories)
+	}
+	now := p.now()
+	due := p.dueCheckpoints(list.Items, now, 0)
+	next := make(chan checkpointCandidate)
+	type result struct {
+		key  types.NamespacedName
+		mark checkpointMark
+		err  error
+	}
+	results := make(chan result, len(due))
+	var workers sync.WaitGroup
+	for range min(flushWorkers, len(due)) {
+		workers.Go(func() {
+			for c := range next {
+				err := p.writeCheckpoint(flushCtx, c.vs, c.h, now)
+				results <- result{key: client.ObjectKeyFromObject(c.vs), err: err,
+					mark: checkpointMark{at: now, target: c.vs.Spec.Target().Key(), version: c.h.version}}
+			}
+		})
+	}
+feed:
+	for _, c := range due {
+		select {
+		case next <- c:
+		case <-flushCtx.Done():
+			break feed
+		}
+	}
+	close(next)
+	workers.Wait()
+	close(results)
+	var failed failures
+	for r := range results {
+		if r.err != nil {
+			checkpointWritesTotal.WithLabelValues("stop", "failed").Inc()
+			failed.add(r.err)
+			continue
+		}
+		checkpointWritesTotal.WithLabelValues("stop", "written").Inc()
+		p.written[r.key] = r.mark
+		written++
+	}
+	failed.log(ctx, "Writing checkpoints on stop failed")
+	return written, len(due) - written
 }
 
 // writeCheckpoint writes vs's checkpoint of history h at time now: the whole object, by
@@ -217,7 +316,7 @@ func (p *UsageProducer) writeCheckpoints(ctx context.Context, scalers []v1alpha1
 // owner, so that the garbage collector deletes it with the VerticalScaler; the reference does
 // not block the owner's deletion, which would need the right to update the VerticalScaler's
 // finalizers for nothing.
-func (p *UsageProducer) writeCheckpoint(ctx context.Context, vs *v1alpha1.VerticalScaler, h *deploymentHistory, now time.Time) error {
+func (p *UsageProducer) writeCheckpoint(ctx context.Context, vs *v1alpha1.VerticalScaler, h *targetHistory, now time.Time) error {
 	status, err := h.checkpoint(now)
 	if err != nil {
 		return fmt.Errorf("checkpoint of VerticalScaler %s/%s: %w", vs.Namespace, vs.Name, err)
@@ -226,7 +325,7 @@ func (p *UsageProducer) writeCheckpoint(ctx context.Context, vs *v1alpha1.Vertic
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "VerticalScalerCheckpoint"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: vs.Namespace, Name: vs.Name, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "VerticalScaler", Name: vs.Name, UID: vs.UID, Controller: new(true)}}},
-		Spec:   v1alpha1.VerticalScalerCheckpointSpec{DeploymentName: vs.Spec.DeploymentName},
+		Spec:   checkpointSpec(&vs.Spec),
 		Status: status,
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cp)
@@ -242,4 +341,14 @@ func (p *UsageProducer) writeCheckpoint(ctx context.Context, vs *v1alpha1.Vertic
 		return fmt.Errorf("writing the checkpoint of VerticalScaler %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
 	return nil
+}
+
+// checkpointSpec says whose history a checkpoint of spec's target holds.
+func checkpointSpec(spec *v1alpha1.VerticalScalerSpec) v1alpha1.VerticalScalerCheckpointSpec {
+	out := v1alpha1.VerticalScalerCheckpointSpec{Target: spec.Target().Key()}
+	if spec.TargetRef == nil {
+		// Read by a release before targets, should the manager be rolled back.
+		out.DeploymentName = spec.DeploymentName
+	}
+	return out
 }

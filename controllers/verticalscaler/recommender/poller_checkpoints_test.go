@@ -63,7 +63,7 @@ func newCheckpointWorld(t *testing.T, now time.Time, objects ...client.Object) *
 // newProducer is the poller of a manager started now, with checkpoints every interval.
 func (w *checkpointWorld) newProducer(interval time.Duration) *UsageProducer {
 	w.reports = &Reports{}
-	return &UsageProducer{Cache: w.c, Pods: w.c, Usage: w.usage, Interval: time.Minute, Threshold: Tolerance, Reports: w.reports,
+	return &UsageProducer{Cache: w.c, Pods: w.c, Usage: w.usage, Interval: time.Minute, Reports: w.reports,
 		Now: func() time.Time { return w.now }, ReadTimeout: time.Second, CheckpointInterval: interval,
 		CheckpointReader: w.c, CheckpointWriter: w.writer, FieldManager: "verticalscaler", Recorder: w.recorder}
 }
@@ -101,7 +101,7 @@ func usageAt(at time.Time, cpu, memory string) PodUsage {
 func TestCheckpointWrittenAtMostOncePerIntervalAndOnlyWhenChanged(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	vs := ownedScaler("web", "web")
-	w := newCheckpointWorld(t, t0, deployment("web", "app"), vs, pod("web-1", ""))
+	w := newCheckpointWorld(t, t0, vs, pod("web-1", ""))
 	p := w.newProducer(10 * time.Minute)
 
 	w.cycle(p, usageAt(t0, "200m", "300Mi"))
@@ -110,7 +110,7 @@ func TestCheckpointWrittenAtMostOncePerIntervalAndOnlyWhenChanged(t *testing.T) 
 	if diff := cmp.Diff(wantOwner, cp.OwnerReferences); diff != "" {
 		t.Errorf("owner references (-want +got):\n%s", diff)
 	}
-	if cp.Spec.DeploymentName != "web" || cp.Status.Version != CheckpointVersion || !cp.Status.WriteTime.Time.Equal(t0) ||
+	if cp.Spec.Target != "Deployment.apps/web" || cp.Spec.DeploymentName != "web" || cp.Status.Version != CheckpointVersion || !cp.Status.WriteTime.Time.Equal(t0) ||
 		len(cp.Status.Containers) != 1 || cp.Status.Containers[0].Name != "app" || cp.Status.Containers[0].Samples != 1 {
 		t.Errorf("checkpoint %+v, want Deployment web's history of app, one sample, written at %v", cp, t0)
 	}
@@ -142,7 +142,7 @@ func TestRestartedPollerRecommendsWhatTheLastOneDid(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	vs := ownedScaler("web", "web")
 	killed := t0.Add(20 * time.Minute)
-	w := newCheckpointWorld(t, t0, deployment("web", "app"), vs, pod("web-1", "512Mi", oomKilled(killed)))
+	w := newCheckpointWorld(t, t0, vs, pod("web-1", "512Mi", oomKilled(killed)))
 	first := w.newProducer(10 * time.Minute)
 	// Fifty minutes of reads of a busy container; the last checkpoint, at minute 50, holds them
 	// all. The kill, still in the Pod's last state, is recorded once.
@@ -151,7 +151,7 @@ func TestRestartedPollerRecommendsWhatTheLastOneDid(t *testing.T) {
 		w.now = t0.Add(time.Duration(m) * time.Minute)
 		w.cycle(first, usageAt(w.now, cpu[m%len(cpu)], fmt.Sprintf("%dMi", 300+m)))
 	}
-	last := report(vs, observation{histories: first.histories[types.NamespacedName{Namespace: "ns", Name: "web"}].containers, containers: 1}, Tolerance)
+	last := report(vs, observation{histories: first.histories[historyKey{Namespace: "ns", Target: "Deployment.apps/web"}].containers, containers: 1})
 	if last == nil || last.Recommendation.ContainerRecommendations[0].LastOOMKillTime == nil {
 		t.Fatalf("the first manager's recommendation %+v, want one with the OOM kill", last)
 	}
@@ -190,7 +190,7 @@ func TestInvalidCheckpointIsReportedAndReplaced(t *testing.T) {
 			Spec: v1alpha1.VerticalScalerCheckpointSpec{DeploymentName: deploymentName}, Status: status}
 	}
 	bad := owned("web", v1alpha1.VerticalScalerCheckpointStatus{Version: "v0", WriteTime: metav1.NewTime(t0)}, "web")
-	w := newCheckpointWorld(t, t0, deployment("web", "app"), vs, bad)
+	w := newCheckpointWorld(t, t0, vs, bad, pod("web-1", ""))
 	p := w.newProducer(10 * time.Minute)
 	got := w.cycle(p, usageAt(t0, "200m", "300Mi"))
 	if got["web"] == nil || got["web"].Recommendation.ContainerRecommendations[0].Samples != 1 {
@@ -213,7 +213,7 @@ func TestInvalidCheckpointIsReportedAndReplaced(t *testing.T) {
 	// nothing to report; the next write waits the interval after it.
 	api := ownedScaler("api", "api")
 	old := owned("api", v1alpha1.VerticalScalerCheckpointStatus{Version: CheckpointVersion, WriteTime: metav1.NewTime(t0)}, "api-v1")
-	w = newCheckpointWorld(t, t0.Add(time.Minute), deployment("api", "app"), api, old)
+	w = newCheckpointWorld(t, t0.Add(time.Minute), podOf("api", "web-1", "app"), api, old)
 	p = w.newProducer(10 * time.Minute)
 	w.cycle(p, usageAt(w.now, "200m", "300Mi"))
 	if len(w.recorder.Events) != 0 || len(w.writer.written) != 0 {
@@ -221,8 +221,8 @@ func TestInvalidCheckpointIsReportedAndReplaced(t *testing.T) {
 	}
 	w.now = t0.Add(10 * time.Minute)
 	w.cycle(p, usageAt(w.now, "200m", "300Mi"))
-	if cp := w.checkpoint("api"); cp.Spec.DeploymentName != "api" {
-		t.Errorf("checkpoint of %s after the interval, want api's", cp.Spec.DeploymentName)
+	if cp := w.checkpoint("api"); cp.Spec.DeploymentName != "api" || cp.Spec.Target != "Deployment.apps/api" {
+		t.Errorf("checkpoint of %s (%s) after the interval, want api's", cp.Spec.Target, cp.Spec.DeploymentName)
 	}
 }
 
@@ -233,7 +233,17 @@ func TestCheckpointsOldestFirstWithinABudget(t *testing.T) {
 	var objects []client.Object
 	for i := range 25 {
 		name := fmt.Sprintf("web-%02d", i)
-		objects = append(objects, deployment(name, "app"), ownedScaler(name, name))
+		objects = append(objects, podOf(name, name+"-1", "app"), ownedScaler(name, name))
+	}
+	// One read of every Pod.
+	usageOfAll := func(at time.Time) []PodUsage {
+		var out []PodUsage
+		for i := range 25 {
+			u := usageAt(at, "200m", "300Mi")
+			u.Pod = fmt.Sprintf("web-%02d-1", i)
+			out = append(out, u)
+		}
+		return out
 	}
 	w := newCheckpointWorld(t, t0, objects...)
 	w.writer.Writer = nil
@@ -242,7 +252,7 @@ func TestCheckpointsOldestFirstWithinABudget(t *testing.T) {
 	for m := 0; m <= 10; m++ {
 		w.now = t0.Add(time.Duration(m) * time.Minute)
 		before := len(w.writer.written)
-		w.cycle(p, usageAt(w.now, "200m", "300Mi"))
+		w.cycle(p, usageOfAll(w.now)...)
 		perCycle = append(perCycle, len(w.writer.written)-before)
 	}
 	// Ten, ten, five: every VerticalScaler once; then none until the first ten are an interval
@@ -253,7 +263,94 @@ func TestCheckpointsOldestFirstWithinABudget(t *testing.T) {
 	if diff := cmp.Diff(w.writer.written[:10], w.writer.written[25:35]); diff != "" {
 		t.Errorf("minute 10 wrote other VerticalScalers than the oldest checkpoints (-oldest +written):\n%s", diff)
 	}
-	if got := checkpointWriteBudget(10000, time.Minute, 10*time.Minute); got != 2000 {
-		t.Errorf("budget at 10,000 VerticalScalers: %d a cycle, want 2,000", got)
+	for _, tc := range []struct {
+		scalers  int
+		interval time.Duration
+		rate     float64
+		want     int
+	}{
+		{10000, 10 * time.Minute, 0, 2000},
+		{10000, time.Minute, 0, 20000},
+		{10000, time.Minute, DefaultCheckpointWritesPerSecond, 900},
+		{300, time.Minute, DefaultCheckpointWritesPerSecond, 600},
+		{3, time.Minute, 0.01, 10},
+	} {
+		if got := checkpointWriteBudget(tc.scalers, time.Minute, tc.interval, tc.rate); got != tc.want {
+			t.Errorf("budget at %d VerticalScalers, interval %s, %v a second: %d a cycle, want %d", tc.scalers, tc.interval, tc.rate, got, tc.want)
+		}
+	}
+}
+
+// blockingWriter blocks every write until its context ends, after the first n.
+type blockingWriter struct {
+	countingWriter
+	n int
+}
+
+func (w *blockingWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if len(w.written) >= w.n {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return w.countingWriter.Apply(ctx, obj, opts...)
+}
+
+// TestPlannedStopWritesEveryChangedHistory: a planned stop writes the checkpoint of every
+// history that changed since its last checkpoint, whatever the interval, and only those; past
+// its timeout it leaves the rest and says how many.
+func TestPlannedStopWritesEveryChangedHistory(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	objects := []client.Object{}
+	for _, name := range []string{"a", "b", "c"} {
+		objects = append(objects, podOf(name, name+"-1", "app"), ownedScaler(name, name))
+	}
+	w := newCheckpointWorld(t, t0, objects...)
+	p := w.newProducer(time.Hour)
+	read := func(at time.Time, names ...string) []PodUsage {
+		var out []PodUsage
+		for _, n := range names {
+			u := usageAt(at, "200m", "300Mi")
+			u.Pod = n + "-1"
+			out = append(out, u)
+		}
+		return out
+	}
+	w.cycle(p, read(t0, "a", "b", "c")...)
+	if got := len(w.writer.written); got != 3 {
+		t.Fatalf("%d first checkpoints, want 3", got)
+	}
+	// Ten more reads of a and b within the interval: the cycles write nothing.
+	for m := 1; m <= 10; m++ {
+		w.now = t0.Add(time.Duration(m) * time.Second)
+		w.cycle(p, read(w.now, "a", "b")...)
+	}
+	if got := len(w.writer.written); got != 3 {
+		t.Fatalf("%d checkpoints within the interval, want 3", got)
+	}
+	written, left := p.flushCheckpoints(context.Background())
+	if written != 2 || left != 0 || len(w.writer.written) != 5 {
+		t.Errorf("stop wrote %d and left %d (%d writes in all), want a and b written, 5 writes in all", written, left, len(w.writer.written))
+	}
+	for _, name := range []string{"a", "b"} {
+		if got := w.checkpoint(name).Status.Containers[0].Samples; got != 11 {
+			t.Errorf("%s's checkpoint holds %d samples, want all 11 reads", name, got)
+		}
+	}
+	// Nothing changed since: a second stop writes nothing.
+	if written, left := p.flushCheckpoints(context.Background()); written != 0 || left != 0 {
+		t.Errorf("second stop wrote %d and left %d, want nothing to do", written, left)
+	}
+
+	// A stop that runs out of time leaves what it could not write.
+	w.cycle(p, read(t0.Add(time.Minute), "a", "b", "c")...)
+	p.CheckpointWriter = &blockingWriter{n: 1}
+	p.CheckpointFlushTimeout = 200 * time.Millisecond
+	start := time.Now()
+	written, left = p.flushCheckpoints(context.Background())
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("stop took %s with a timeout of 200ms", took)
+	}
+	if written != 1 || left != 2 {
+		t.Errorf("stop wrote %d and left %d, want 1 written, 2 left", written, left)
 	}
 }

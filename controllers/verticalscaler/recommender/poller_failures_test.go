@@ -49,7 +49,7 @@ func TestUsageProducerReadFailures(t *testing.T) {
 			scalers := map[string]*v1alpha1.VerticalScaler{}
 			for _, name := range []string{"a", "b", "c"} {
 				scalers[name] = scaler(name, name)
-				objects = append(objects, deployment(name, "app"), scalers[name])
+				objects = append(objects, podOf(name, name+"-1", "app"), scalers[name])
 			}
 			w := newPollerWorld(t, t0, objects...)
 			if tc.listPods != nil {

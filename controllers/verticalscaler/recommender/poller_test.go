@@ -10,13 +10,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -167,18 +165,24 @@ func (f *fakeUsage) PodUsage(ctx context.Context, _ string, _ labels.Selector) (
 	return f.pods, f.err
 }
 
-func deployment(name string, containers ...string) *appsv1.Deployment {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
+// podOf returns Pod name of workload target (labelled app: target) with containers requesting
+// nothing.
+func podOf(target, name string, containers ...string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"app": target}}}
 	for _, c := range containers {
-		d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: c, Image: "x"})
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "x"})
 	}
-	return d
+	return p
 }
 
+// scaler returns VerticalScaler name of Deployment deploymentName, as the controller leaves it
+// once it found the Deployment: its status names the target and the Pods' selector (app:
+// deploymentName).
 func scaler(name, deploymentName string) *v1alpha1.VerticalScaler {
 	return &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
-		Spec: v1alpha1.VerticalScalerSpec{DeploymentName: deploymentName}}
+		Spec: v1alpha1.VerticalScalerSpec{DeploymentName: deploymentName},
+		Status: v1alpha1.VerticalScalerStatus{Target: "Deployment.apps/" + deploymentName,
+			TargetSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": deploymentName}}}}
 }
 
 // received drains what the producer sent and returns, by VerticalScaler name, the report it
@@ -221,14 +225,17 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	web, lonely := scaler("web", "web"), scaler("lonely", "missing")
+	// The controller found no Deployment missing: the status names no target.
+	lonely.Status = v1alpha1.VerticalScalerStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionTargetFound,
+		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTargetNotFound, LastTransitionTime: metav1.Now()}}}
 	c := fake.NewClientBuilder().WithScheme(newScheme(t)).
-		WithObjects(deployment("web", "app"), web, lonely).
+		WithObjects(podOf("web", "web-1", "app"), podOf("web", "web-2", "app"), web, lonely).
 		WithStatusSubresource(&v1alpha1.VerticalScaler{}).Build()
 	registry := newTestRegistry(t, 10)
 	ch := registry.Subscribe(Source, "verticalscaler")
 	usage := &fakeUsage{}
 	reports := &Reports{}
-	p := &UsageProducer{Cache: c, Pods: c, Usage: usage, Threshold: Tolerance, Reports: reports, Now: func() time.Time { return t0 }}
+	p := &UsageProducer{Cache: c, Pods: c, Usage: usage, Reports: reports, Now: func() time.Time { return t0 }}
 	producer := registry.Producer(Source)
 	cycle := func(pods ...PodUsage) map[string]*Report {
 		usage.pods = pods
@@ -237,11 +244,30 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	}
 	sample := func(pod string, at time.Duration, cpu string) PodUsage {
 		return PodUsage{Pod: pod, Timestamp: t0.Add(at), Containers: map[string]corev1.ResourceList{
-			"app": list(cpu, "300Mi"), "not-in-template": list("9", "9Gi")}}
+			"app": list(cpu, "300Mi"), "not-in-the-pod": list("9", "9Gi")}}
 	}
 
 	if got := cycle(); len(got) != 0 {
 		t.Errorf("no samples yet: sent %v", got)
+	}
+	// A status that does not say whether the target was looked for (cleared, or written before
+	// the spec changed) sends the key alone, for the controller to look again.
+	lonely.Status.Conditions[0].ObservedGeneration = 7
+	if err := c.Status().Update(ctx, lonely); err != nil {
+		t.Fatal(err)
+	}
+	p.cycle(ctx, producer)
+	select {
+	case e := <-ch:
+		if e.Object.GetName() != "lonely" {
+			t.Errorf("sent %s, want lonely", e.Object.GetName())
+		}
+	default:
+		t.Error("lonely's TargetFound is of another generation: nothing sent")
+	}
+	lonely.Status.Conditions[0].ObservedGeneration = lonely.Generation
+	if err := c.Status().Update(ctx, lonely); err != nil {
+		t.Fatal(err)
 	}
 
 	got := cycle(sample("web-1", 0, "500m"))
@@ -250,7 +276,7 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	}
 	// 300Mi falls in memory bucket 19, whose end plus 15% is 362.6Mi. One sample is no
 	// history: the lower bound is the Pod minimum, the upper bound the histograms' range.
-	want := &v1alpha1.Recommendation{DeploymentName: "web", Policy: DefaultPolicy.Status(), ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+	want := &v1alpha1.Recommendation{Target: "Deployment.apps/web", DeploymentName: "web", Policy: DefaultPolicy.Status(), ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
 		ContainerName: "app", Target: list("588m", "363Mi"), LowerBound: list("25m", "250Mi"),
 		UpperBound: list("1000", "953675Mi"), UncappedTarget: list("588m", "363Mi"),
 		Samples: 1, FirstSampleTime: &metav1.Time{Time: t0}, LastSampleTime: &metav1.Time{Time: t0}}}}
@@ -272,16 +298,11 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 	if got := cycle(sample("web-1", 0, "500m")); len(got) != 0 {
 		t.Errorf("same measurement: sent %v", got)
 	}
-	if got := cycle(sample("web-1", time.Minute, "520m"), sample("web-2", time.Minute, "520m")); len(got) != 0 {
-		t.Errorf("move under the threshold: sent %v", got)
-	}
-	// A lasting move beyond the threshold is sent.
-	var moved map[string]*Report
-	for i := 2; i < 10 && len(moved) == 0; i++ {
-		moved = cycle(sample("web-1", time.Duration(i)*time.Minute, "2"), sample("web-2", time.Duration(i)*time.Minute, "2"))
-	}
+	// Any move is news, however small: the status is refreshed on every read while the
+	// recommendation changes.
+	moved := cycle(sample("web-1", time.Minute, "520m"), sample("web-2", time.Minute, "520m"))
 	if moved["web"] == nil {
-		t.Fatal("usage quadrupled: nothing sent")
+		t.Fatal("the recommendation moved: nothing sent")
 	}
 	asController(t, c, web, moved["web"])
 
@@ -311,17 +332,17 @@ func TestUsageProducerSendsOnlyWhatMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	cycle()
-	if _, ok := p.histories[types.NamespacedName{Namespace: "ns", Name: "web"}]; ok {
+	if _, ok := p.histories[historyKey{Namespace: "ns", Target: "Deployment.apps/web"}]; ok {
 		t.Error("history of an untargeted Deployment kept")
 	}
 }
 
 func TestUsageProducerFullBufferDoesNotBlock(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(newScheme(t)).
-		WithObjects(deployment("web", "app"), scaler("a", "web"), scaler("b", "web")).Build()
+		WithObjects(podOf("web", "web-1", "app"), scaler("a", "web"), scaler("b", "web")).Build()
 	registry := newTestRegistry(t, 1)
 	registry.Subscribe(Source, "verticalscaler")
-	p := &UsageProducer{Cache: c, Pods: c, Threshold: Tolerance, Reports: &Reports{}, Usage: &fakeUsage{pods: []PodUsage{{
+	p := &UsageProducer{Cache: c, Pods: c, Reports: &Reports{}, Usage: &fakeUsage{pods: []PodUsage{{
 		Pod: "web-1", Timestamp: time.Now(), Containers: map[string]corev1.ResourceList{"app": list("1", "1Gi")}}}}}
 	done := make(chan struct{})
 	go func() { p.cycle(context.Background(), registry.Producer(Source)); close(done) }()
@@ -335,20 +356,18 @@ func TestUsageProducerFullBufferDoesNotBlock(t *testing.T) {
 func TestMovedComparesWithStatus(t *testing.T) {
 	rec := func(deployment string, policy Policy, c v1alpha1.ContainerRecommendation) *v1alpha1.Recommendation {
 		c.ContainerName = "app"
-		return &v1alpha1.Recommendation{DeploymentName: deployment, Policy: policy.Status(), ContainerRecommendations: []v1alpha1.ContainerRecommendation{c}}
+		return &v1alpha1.Recommendation{Target: "Deployment.apps/" + deployment, Policy: policy.Status(), ContainerRecommendations: []v1alpha1.ContainerRecommendation{c}}
 	}
 	at := func(s string) *metav1.Time {
 		t, _ := time.Parse(time.RFC3339, s)
 		return &metav1.Time{Time: t}
 	}
+	// The status as the controller wrote it: the target uncapped 100m, the bounds raised to
+	// the policy's 400m.
 	status := v1alpha1.ContainerRecommendation{Target: list("400m", ""), UncappedTarget: list("100m", ""),
 		LowerBound: list("400m", ""), UpperBound: list("500m", ""), LastSampleTime: at("2026-01-01T00:00:00Z")}
-	// Bounds moves count an hour of history after the status's.
-	later := func(c v1alpha1.ContainerRecommendation, after time.Duration) v1alpha1.ContainerRecommendation {
-		c.LastSampleTime = &metav1.Time{Time: status.LastSampleTime.Add(after)}
-		return c
-	}
-	same := v1alpha1.ContainerRecommendation{Target: list("105m", ""), LowerBound: list("50m", ""), UpperBound: list("500m", "")}
+	same := v1alpha1.ContainerRecommendation{Target: list("100m", ""), LowerBound: list("50m", ""), UpperBound: list("500m", ""),
+		Samples: 900, LastSampleTime: at("2026-01-01T00:01:00Z")}
 	strict := DefaultPolicy
 	strict.TargetPercentile = 0.99
 	for _, tc := range []struct {
@@ -356,24 +375,23 @@ func TestMovedComparesWithStatus(t *testing.T) {
 		next *v1alpha1.Recommendation
 		want bool
 	}{
-		{name: "same target, bounds the same once clamped", next: rec("web", DefaultPolicy, same), want: false},
+		{name: "same target, bounds the same once clamped, more samples", next: rec("web", DefaultPolicy, same), want: false},
 		{name: "the status holds web's recommendation and the VerticalScaler now names api", next: rec("api", DefaultPolicy, same), want: true},
 		{name: "another policy", next: rec("web", strict, same), want: true},
-		{name: "target moved", next: rec("web", DefaultPolicy, v1alpha1.ContainerRecommendation{Target: list("120m", ""),
+		{name: "target moved by a millicore", next: rec("web", DefaultPolicy, v1alpha1.ContainerRecommendation{Target: list("101m", ""),
 			LowerBound: list("50m", ""), UpperBound: list("500m", "")}), want: true},
-		{name: "lower bound moved above the minimum, an hour later", next: rec("web", DefaultPolicy, later(v1alpha1.ContainerRecommendation{Target: list("100m", ""),
-			LowerBound: list("450m", ""), UpperBound: list("500m", "")}, time.Hour)), want: true},
-		{name: "upper bound moved, a minute later", next: rec("web", DefaultPolicy, later(v1alpha1.ContainerRecommendation{Target: list("100m", ""),
-			LowerBound: list("50m", ""), UpperBound: list("5", "")}, time.Minute)), want: false},
+		{name: "lower bound moved above the minimum", next: rec("web", DefaultPolicy, v1alpha1.ContainerRecommendation{Target: list("100m", ""),
+			LowerBound: list("401m", ""), UpperBound: list("500m", "")}), want: true},
+		{name: "upper bound moved by a millicore", next: rec("web", DefaultPolicy, v1alpha1.ContainerRecommendation{Target: list("100m", ""),
+			LowerBound: list("50m", ""), UpperBound: list("499m", "")}), want: true},
 		{name: "new OOM kill", next: rec("web", DefaultPolicy, v1alpha1.ContainerRecommendation{Target: list("100m", ""),
 			LowerBound: list("50m", ""), UpperBound: list("500m", ""), LastOOMKillTime: at("2026-01-01T00:00:00Z")}), want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vs := scaler("web", "web")
-			// Bounds are raised to 400m in status.
 			vs.Spec.ContainerPolicies = []v1alpha1.ContainerPolicy{{ContainerName: "*", MinAllowed: list("400m", "")}}
 			vs.Status.Recommendation = rec("web", DefaultPolicy, status)
-			if got := moved(vs, tc.next, Tolerance); got != tc.want {
+			if got := moved(vs, tc.next); got != tc.want {
 				t.Errorf("moved = %v, want %v", got, tc.want)
 			}
 		})

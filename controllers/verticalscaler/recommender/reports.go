@@ -12,9 +12,10 @@ import (
 // Report is the poller's latest news for one VerticalScaler: a recommendation, or why there is
 // none.
 type Report struct {
-	// DeploymentName is the Deployment the report is about, so that a report about the
-	// Deployment a VerticalScaler named before is not taken for one about the one it names now.
-	DeploymentName string
+	// Target is the key of the workload the report is about (Kind.group/name), so that a
+	// report about the workload a VerticalScaler named before is not taken for one about the
+	// one it names now.
+	Target string
 	// Recommendation is uncapped (bounding it by the VerticalScaler's policies is the
 	// controller's job); nil when Provided is False.
 	Recommendation *v1alpha1.Recommendation
@@ -34,14 +35,14 @@ type Reports struct {
 // Store records r as the latest report for the VerticalScaler key.
 func (s *Reports) Store(key types.NamespacedName, r Report) { s.m.Store(key, r) }
 
-// Latest returns the latest report for the VerticalScaler key if it is about deploymentName.
-func (s *Reports) Latest(key types.NamespacedName, deploymentName string) (Report, bool) {
+// Latest returns the latest report for the VerticalScaler key if it is about target.
+func (s *Reports) Latest(key types.NamespacedName, target string) (Report, bool) {
 	v, ok := s.m.Load(key)
 	if !ok {
 		return Report{}, false
 	}
 	r := v.(Report)
-	if r.DeploymentName != deploymentName {
+	if r.Target != target {
 		return Report{}, false
 	}
 	return r, true

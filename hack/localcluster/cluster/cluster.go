@@ -93,7 +93,11 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if err := c.startProcess(schedulerBin, filepath.Join(cfg.K8sBinDir, schedulerBin), schedulerArgs(c.Kubeconfig)...); err != nil {
 		return err
 	}
-	if err := c.startProcess("kwok", cfg.Kwok, kwokArgs(c.Kubeconfig, cfg.KwokStages, cfg.KwokMetrics, pipeline)...); err != nil {
+	resizeStages := filepath.Join(cfg.Dir, resizeStagesFile)
+	if err := writeResizeStages(resizeStages); err != nil {
+		return err
+	}
+	if err := c.startProcess("kwok", cfg.Kwok, kwokArgs(c.Kubeconfig, cfg.KwokStages, resizeStages, cfg.KwokMetrics, pipeline)...); err != nil {
 		return err
 	}
 	if err := c.startMetricsServer(ctx, cfg.MetricsServer, pipeline); err != nil {

@@ -49,16 +49,18 @@ const kwokPodCIDR = "10.244.0.0/16"
 // keeps kube-controller-manager from marking the fake Nodes NotReady.
 const nodeLeaseSeconds = "40"
 
-// kwokArgs runs kwok on every Node with the given Stages and metrics configuration. Its server
+// kwokArgs runs kwok on every Node with the given Stages (kwok's, and those of a resize) and
+// metrics configuration. Its server
 // (the fake kubelet endpoints: logs, exec, and the resource metrics metrics-server scrapes)
 // listens on the pipeline's port of the loopback interface only, with a certificate of the
 // serving authority; --node-ip and --node-port put that address in every Node's status, where
 // metrics-server looks for a kubelet.
-func kwokArgs(kubeconfig, stages, metrics string, p *metricsPipeline) []string {
+func kwokArgs(kubeconfig, stages, resizeStages, metrics string, p *metricsPipeline) []string {
 	port := strconv.Itoa(p.kwokPort)
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--config=" + stages,
+		"--config=" + resizeStages,
 		"--config=" + metrics,
 		"--manage-all-nodes=true",
 		"--node-lease-duration-seconds=" + nodeLeaseSeconds,

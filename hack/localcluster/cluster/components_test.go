@@ -14,10 +14,11 @@ import (
 
 func TestKwokArgs(t *testing.T) {
 	p := &metricsPipeline{dir: "/k/pki", kwokPort: 40123}
-	got := kwokArgs("/k/kubeconfig", "/k/stages.yaml", "/k/metrics.yaml", p)
+	got := kwokArgs("/k/kubeconfig", "/k/stages.yaml", "/k/resize.yaml", "/k/metrics.yaml", p)
 	want := []string{
 		"--kubeconfig=/k/kubeconfig",
 		"--config=/k/stages.yaml",
+		"--config=/k/resize.yaml",
 		"--config=/k/metrics.yaml",
 		"--manage-all-nodes=true",
 		"--node-lease-duration-seconds=40",

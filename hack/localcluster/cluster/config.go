@@ -31,6 +31,10 @@ type Config struct {
 	CRDDir string
 	// Nodes is the number of fake Nodes; at least 1.
 	Nodes int
+	// DisableAdmissionPlugins are admission plugins of kube-apiserver to switch off: a test
+	// turns PodResizeValidator off to see kwok answer a resize beyond a Node's allocatable as
+	// the kubelet does.
+	DisableAdmissionPlugins []string
 }
 
 // The binaries a cluster runs from Config.K8sBinDir.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,6 +51,9 @@ func (c *Cluster) startControlPlane(cfg Config, pipeline *metricsPipeline) error
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
 	for _, f := range pipeline.apiServerFlags() {
 		env.ControlPlane.GetAPIServer().Configure().Set(f.name, f.value)
+	}
+	if len(cfg.DisableAdmissionPlugins) > 0 {
+		env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", strings.Join(cfg.DisableAdmissionPlugins, ","))
 	}
 	if cfg.CRDDir != "" {
 		env.CRDDirectoryPaths = []string{cfg.CRDDir}
