@@ -2,16 +2,12 @@ package faultproxy
 
 import (
 	"context"
-	"encoding/json"
-	"encoding/pem"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,66 +47,18 @@ func TestParseRequest(t *testing.T) {
 	}
 }
 
-// fakeAPIServer answers as kube-apiserver would, enough for the proxy: a Lease write is echoed
-// with resourceVersion 42, a watch streams a line every 10 ms until the client goes, anything
-// else is an empty object. It counts the requests it got, and refuses those without the
-// upstream user's token.
-type fakeAPIServer struct {
-	*httptest.Server
-	requests      atomic.Int64
-	watchesEnded  atomic.Int64
-	unauthorized  atomic.Int64
-	authorization string
-}
-
-func startFakeAPIServer(t *testing.T) *fakeAPIServer {
+func startFakeAPIServer(t *testing.T) *FakeAPIServer {
 	t.Helper()
-	f := &fakeAPIServer{authorization: "Bearer upstream-token"}
-	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.requests.Add(1)
-		if r.Header.Get("Authorization") != f.authorization {
-			f.unauthorized.Add(1)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		req := ParseRequest(r)
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case req.Watch():
-			defer f.watchesEnded.Add(1)
-			for {
-				if _, err := fmt.Fprintln(w, `{"type":"BOOKMARK"}`); err != nil {
-					return
-				}
-				w.(http.Flusher).Flush()
-				select {
-				case <-r.Context().Done():
-					return
-				case <-time.After(10 * time.Millisecond):
-				}
-			}
-		case req.Resource == "leases" && req.Write():
-			var lease map[string]any
-			_ = json.NewDecoder(r.Body).Decode(&lease)
-			lease["metadata"] = map[string]any{"name": req.Name, "resourceVersion": "42"}
-			_ = json.NewEncoder(w).Encode(lease)
-		default:
-			_, _ = io.WriteString(w, `{"metadata":{"resourceVersion":"7"}}`)
-		}
-	}))
-	f.EnableHTTP2 = true
-	f.StartTLS()
+	f := StartFakeAPIServer()
 	t.Cleanup(f.Close)
 	return f
 }
 
 // startProxy starts a proxy to f and returns it with an HTTP client that talks to it as a
 // manager would: HTTP/2, the proxy's CA, no credentials.
-func startProxy(t *testing.T, f *fakeAPIServer) (*Proxy, *http.Client) {
+func startProxy(t *testing.T, f *FakeAPIServer) (*Proxy, *http.Client) {
 	t.Helper()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.Certificate().Raw})
-	p, err := Start(Options{Name: "replica-0", Seed: 1, Upstream: &rest.Config{
-		Host: f.URL, BearerToken: "upstream-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}})
+	p, err := Start(Options{Name: "replica-0", Seed: 1, Upstream: f.Config()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +103,8 @@ func TestProxyForwardsAsItsUpstreamUserAndRecordsWrites(t *testing.T) {
 		t.Fatalf("Lease update: %s %s", resp.Status, body)
 	}
 	do(t, c, p, "PATCH", "/apis/apps/v1/namespaces/ns/deployments/web?fieldManager=myapp&force=true", "application/apply-patch+yaml", `{}`)
-	if f.unauthorized.Load() != 0 {
-		t.Errorf("%d requests reached the API server without the upstream user's token", f.unauthorized.Load())
+	if f.Unauthorized.Load() != 0 {
+		t.Errorf("%d requests reached the API server without the upstream user's token", f.Unauthorized.Load())
 	}
 	writes := p.Writes()
 	want := []Write{
@@ -199,7 +147,7 @@ func TestProxyAnswersTheSharesAsked(t *testing.T) {
 			t.Errorf("%d answered %d times of %d (%.3f), want a share of %.2f", code, codes[code], n, got, share)
 		}
 	}
-	if got := f.requests.Load(); got != int64(codes[200]) {
+	if got := f.Requests.Load(); got != int64(codes[200]) {
 		t.Errorf("the API server got %d requests, want the %d the proxy forwarded", got, codes[200])
 	}
 	s := p.Stats()
@@ -226,7 +174,7 @@ func TestProxyDropsARequestWhoseClientGaveUpDuringItsLatency(t *testing.T) {
 		t.Fatal("the request came back before its latency")
 	}
 	time.Sleep(200 * time.Millisecond)
-	if got := f.requests.Load(); got != 0 {
+	if got := f.Requests.Load(); got != 0 {
 		t.Errorf("the API server got %d requests; the client gave up before the latency ended", got)
 	}
 	if s := p.Stats(); s.Abandoned != 1 || len(p.Writes()) != 0 {
@@ -258,7 +206,7 @@ func TestProxyCutsWatches(t *testing.T) {
 	if !strings.Contains(string(lines), "BOOKMARK") {
 		t.Errorf("the watch streamed %q, want the API server's events", lines)
 	}
-	testPoll(t, func() bool { return f.watchesEnded.Load() == 1 && p.Stats().OpenWatches == 0 })
+	testPoll(t, func() bool { return f.WatchesEnded.Load() == 1 && p.Stats().OpenWatches == 0 })
 	if s := p.Stats(); s.Watches != 1 || s.WatchesCut != 1 {
 		t.Errorf("stats %+v, want one watch, cut", s)
 	}
