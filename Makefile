@@ -68,9 +68,12 @@ vet: ## Run go vet.
 	go vet ./...
 
 # Go modules of their own whose tests `make test` runs too: test/vpacompare compares the
-# verticalscaler's recommender with the Vertical Pod Autoscaler's model code, which the manager's
-# go.mod should not carry. go fetches their modules from the module proxy on the first run.
-TEST_MODULES ?= test/vpacompare
+# verticalscaler's recommender with the Vertical Pod Autoscaler's model code, and
+# test/reliability holds the chaos and soak harnesses (toxiproxy, gonum/plot), which the
+# manager's go.mod should not carry; `make test` runs only their fast tests (the chaos run and the
+# soak need a local cluster and skip themselves). go fetches their modules from the module proxy
+# on the first run.
+TEST_MODULES ?= test/vpacompare test/reliability
 
 .PHONY: test
 test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check, the test modules.
@@ -105,10 +108,33 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make 
 # failover tests alone.
 E2E_RUN ?= .
 
+# The binaries of the local cluster, for the tests that start one.
+LOCALCLUSTER_ENV = KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER)
+
 .PHONY: test-e2e
-test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the manager as a process, deployed from config/, on a local cluster.
-	SWITCHBOARD_E2E=1 KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER) \
-		go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
+test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them) and the short chaos run: the manager as a process, deployed from config/, on a local cluster.
+	SWITCHBOARD_E2E=1 $(LOCALCLUSTER_ENV) go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
+	cd test/reliability && SWITCHBOARD_CHAOS=short $(LOCALCLUSTER_ENV) go test ./chaos/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
+
+##@ Reliability
+
+# CHAOS_DIR keeps the chaos run's report and the managers' logs.
+CHAOS_DIR ?= $(LOCALBIN)/chaos
+
+.PHONY: test-chaos
+test-chaos: $(LOCALCLUSTER_BINS) ## Run the full chaos run (about 20 minutes): three replicas under faults, kills, a partition and churn, with invariants checked; report in CHAOS_DIR.
+	@mkdir -p $(CHAOS_DIR)
+	cd test/reliability && SWITCHBOARD_CHAOS=full SWITCHBOARD_CHAOS_DIR=$(abspath $(CHAOS_DIR)) $(LOCALCLUSTER_ENV) go test ./chaos/ -run TestChaos -count=1 -v -timeout 60m
+
+# DURATION is how long `make soak` runs; SOAK_OUT where it writes its report, picture and
+# samples.
+DURATION ?= 1h
+SOAK_OUT ?= $(LOCALBIN)/soak
+
+.PHONY: soak
+soak: $(LOCALCLUSTER_BINS) ## Run one replica for DURATION (default 1h) under steady churn, sampling memory, goroutines, watches, queues and requests; report and picture in SOAK_OUT.
+	cd test/reliability && SWITCHBOARD_SOAK=1 SWITCHBOARD_SOAK_DURATION=$(DURATION) SWITCHBOARD_SOAK_OUT=$(abspath $(SOAK_OUT)) $(LOCALCLUSTER_ENV) \
+		go test ./soak/ -run TestSoak -count=1 -v -timeout 0
 
 ##@ Benchmarks
 

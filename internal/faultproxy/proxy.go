@@ -80,6 +80,17 @@ func (s Stats) Injected() int64 {
 	return s.TooManyRequests + s.InternalErrors + s.Unavailable + s.WatchesCut
 }
 
+// Plus adds the counts of o to s: the counts of several proxies.
+func (s Stats) Plus(o Stats) Stats {
+	return Stats{
+		Requests: s.Requests + o.Requests, Writes: s.Writes + o.Writes,
+		Delayed: s.Delayed + o.Delayed, Abandoned: s.Abandoned + o.Abandoned, Delay: s.Delay + o.Delay,
+		TooManyRequests: s.TooManyRequests + o.TooManyRequests, InternalErrors: s.InternalErrors + o.InternalErrors, Unavailable: s.Unavailable + o.Unavailable,
+		Watches: s.Watches + o.Watches, OpenWatches: s.OpenWatches + o.OpenWatches, WatchesCut: s.WatchesCut + o.WatchesCut,
+		Unreachable: s.Unreachable + o.Unreachable,
+	}
+}
+
 // Write is one write the proxy forwarded to the API server.
 type Write struct {
 	// Client is the proxy's Options.Name.
