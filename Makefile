@@ -153,7 +153,7 @@ bench: envtest-assets ## Run every benchmark at full size and write bench/report
 .PHONY: bench-smoke
 bench-smoke: envtest-assets ## Run every benchmark once at a small size, so that they cannot rot (CI runs this).
 	@mkdir -p bench/tmp
-	SWITCHBOARD_BENCH_SMOKE=1 SWITCHBOARD_BENCH_MYAPPS=20 SWITCHBOARD_BENCH_WRITES=20 SWITCHBOARD_BENCH_STEADY=3 SWITCHBOARD_BENCH_AFTER=1 \
+	SWITCHBOARD_BENCH_SMOKE=1 SWITCHBOARD_BENCH_MYAPPS=20 SWITCHBOARD_BENCH_WRITES=20 SWITCHBOARD_BENCH_STEADY=3 SWITCHBOARD_BENCH_AFTER=1 SWITCHBOARD_BENCH_MALFORMED=40 \
 		go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m $(BENCH_PKGS) > bench/tmp/smoke-raw.txt 2>&1 || { tail -50 bench/tmp/smoke-raw.txt; exit 1; }
 	go run ./hack/benchreport -out bench/tmp/smoke < bench/tmp/smoke-raw.txt
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -51,6 +52,11 @@ type Reconciler[T client.Object] struct {
 	Keys *DigestKeys
 	// ReloaderAnnotations: honour Reloader's annotations.
 	ReloaderAnnotations bool
+
+	// warned remembers the warnings said about each workload, so that a lasting problem is said
+	// once, not again at every reconcile: a periodic resync, an event of the workload that
+	// changes nothing of it, the replay of a new term.
+	warned warnings
 }
 
 // Lister lists the names of the ConfigMaps or the Secrets of a namespace.
@@ -63,9 +69,13 @@ type Lister interface {
 func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.warned.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
+		r.warned.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	template := podrefs.PodTemplate(obj)
@@ -75,6 +85,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.warnInvalid(ctx, obj, err)
 		return ctrl.Result{}, nil
 	}
+	r.warned.resolved(req.NamespacedName, v1alpha1.ReasonInvalidReloadAnnotation)
 	if !selection.OptedIn() {
 		return ctrl.Result{}, nil
 	}
@@ -86,10 +97,8 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(missing) > 0 {
-		// Not an error: retrying cannot help. The source's creation brings the workload back.
-		r.warnMissing(ctx, obj, missing)
-	}
+	// Not an error: retrying cannot help. The source's creation brings the workload back.
+	r.warnMissing(ctx, obj, missing)
 	recorded := parseState(obj.GetAnnotations()[v1alpha1.ConfigStateAnnotation])
 	legacy := noLegacyHash
 	if recorded == nil && template.Annotations[v1alpha1.ConfigHashAnnotation] != "" {
@@ -274,29 +283,86 @@ func noteOf(changes []string) string {
 	return note
 }
 
-// warnMissing says which sources the workload uses are missing: one warning Event per kind.
+// warnMissing says which sources the workload uses are missing: one warning Event per kind,
+// unless the last one said the same. A kind with none missing is resolved.
 func (r *Reconciler[T]) warnMissing(ctx context.Context, obj T, missing []podrefs.Source) {
 	names := map[podrefs.SourceKind][]string{}
 	for _, src := range missing {
 		names[src.Kind] = append(names[src.Kind], src.Name)
 	}
-	ctrl.LoggerFrom(ctx).Info("Sources missing; "+r.Kind.Name+" not rolled", "configMaps", names[podrefs.ConfigMap], "secrets", names[podrefs.Secret])
+	key := client.ObjectKeyFromObject(obj)
+	logged := false
 	for _, kind := range podrefs.SourceKinds {
-		if len(names[kind]) == 0 {
-			continue
-		}
 		reason := v1alpha1.ReasonConfigMapMissing
 		if kind == podrefs.Secret {
 			reason = v1alpha1.ReasonSecretMissing
 		}
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Roll", "not rolled: %s %s not found", kind, strings.Join(names[kind], ", "))
+		if len(names[kind]) == 0 {
+			r.warned.resolved(key, reason)
+			continue
+		}
+		note := fmt.Sprintf("not rolled: %s %s not found", kind, strings.Join(names[kind], ", "))
+		if !r.warned.news(key, reason, note) {
+			continue
+		}
+		if !logged {
+			ctrl.LoggerFrom(ctx).Info("Sources missing; "+r.Kind.Name+" not rolled", "configMaps", names[podrefs.ConfigMap], "secrets", names[podrefs.Secret])
+			logged = true
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Roll", "%s", note)
 	}
 }
 
-// warnInvalid says which annotation cannot be read.
+// warnInvalid says which annotation cannot be read, unless the last warning said the same.
 func (r *Reconciler[T]) warnInvalid(ctx context.Context, obj T, err error) {
+	note := "not rolled: " + cut(err.Error())
+	if !r.warned.news(client.ObjectKeyFromObject(obj), v1alpha1.ReasonInvalidReloadAnnotation, note) {
+		return
+	}
 	ctrl.LoggerFrom(ctx).Info("Reload annotation invalid; "+r.Kind.Name+" not rolled", "reason", err.Error())
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidReloadAnnotation, "Roll", "not rolled: %s", cut(err.Error()))
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidReloadAnnotation, "Roll", "%s", note)
+}
+
+// warnings are the warnings last said about each workload, by reason. The controller keeps
+// nothing else of a workload in memory; a deleted workload's are forgotten.
+type warnings struct {
+	mu   sync.Mutex
+	said map[types.NamespacedName]map[string]string
+}
+
+// news reports whether note is news for the workload key under reason, and remembers it.
+func (w *warnings) news(key types.NamespacedName, reason, note string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.said[key][reason] == note {
+		return false
+	}
+	if w.said == nil {
+		w.said = map[types.NamespacedName]map[string]string{}
+	}
+	if w.said[key] == nil {
+		w.said[key] = map[string]string{}
+	}
+	w.said[key][reason] = note
+	return true
+}
+
+// resolved forgets the workload's warning of reason: the problem went away, and saying it
+// again when it comes back is news.
+func (w *warnings) resolved(key types.NamespacedName, reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.said[key], reason)
+	if len(w.said[key]) == 0 {
+		delete(w.said, key)
+	}
+}
+
+// forget forgets every warning of a workload that is gone.
+func (w *warnings) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.said, key)
 }
 
 // cut keeps a note under maxNote.

@@ -51,7 +51,10 @@
 // the record untouched; when it comes back, the workload rolls once if the data differs from
 // the record. A source missing at first sight is recorded as missing, so that its creation
 // rolls once. An annotation that cannot be read gives a warning Event that names it, and
-// nothing else: no error, so no retry loop; the workload's next change brings it back.
+// nothing else: no error, so no retry loop; the workload's next change brings it back. Each
+// warning is said once per problem: a periodic resync or an event that changes nothing of it
+// does not say it again (the controllers remember the last warning of each workload, in memory:
+// a new leader says a lasting problem once more).
 //
 // Every roll says why: its Event names each source and key that changed ("ConfigMap
 // app-config: LOG_LEVEL changed"), and so does its log line ("Rolled Deployment", key

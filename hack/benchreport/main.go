@@ -64,6 +64,11 @@ var targets = []Target{
 	{"BenchmarkCheckpointWrites", "max-writes/scaler/interval", "verticalscaler checkpoint writes of one VerticalScaler within any --checkpoint-interval, the most over a simulated hour, 10,000 VerticalScalers (issue 17)", true, 1},
 	{"BenchmarkRecommenderMemory", "KiB/container", "verticalscaler recommender memory per tracked container, histograms and per-Pod state included, 10,000 VerticalScalers x 2 containers x 2 Pods after a day of reads (issue 17)", true, 2},
 	{"BenchmarkReplicas/scope=controller", "takeover-s", "SIGKILL of the myapp leader to the first myapp reconcile on another of 3 replicas, a Lease per controller, warm standby, lease duration 4 s, 1,000 MyApps and VerticalScalers: at most the lease duration and 2 s (issue 18)", true, 6},
+	{"BenchmarkBadInput", "myapp-p50-x-without", "median time from a new MyApp to its status observing it, with 1,000 malformed objects changed all along / without them, in one run (issue 30)", true, 1.10},
+	{"BenchmarkBadInput", "myapp-p90-x-without", "p90 of the same, with / without the malformed objects (issue 30)", true, 1.10},
+	{"BenchmarkBadInput", "roll-p50-x-without", "median time from a ConfigMap change to its Deployment's new config hash, with 1,000 malformed objects / without them (issue 30)", true, 1.10},
+	{"BenchmarkBadInput", "roll-p90-x-without", "p90 of the same, with / without the malformed objects (issue 30)", true, 1.10},
+	{"BenchmarkBadInput", "max-events/change", "most warning Events of one malformed object per change of it, periodic resyncs every 15 s included (issue 30)", true, 1},
 	{"BenchmarkSummary", "cpu-MB/s", "manager logs summary throughput per CPU-second, one core, generated log (issue 7)", false, 300},
 	{"BenchmarkSummary", "peak-MiB", "manager logs summary peak RSS of a process running the analyzer alone (the manager binary adds its own pages: see issue 7 notes)", true, 50},
 }

@@ -66,8 +66,8 @@ func (r *report) lines() []string {
 			h.WatchesCut, h.Watches, r.tcp.Resets, r.tcp.Partitions, 3*leaseDuration, strings.Join(r.partitioned, ", "), r.kills),
 		fmt.Sprintf("Operations: %s; %d source changes; %d rolls seen; %d writes reached the API server from the replicas; %d reconciles logged, at most %d of one object by one replica in 10 s.",
 			strings.Join(ops, ", "), r.changes, r.rolls, r.writes, r.reconciles, r.mostInWindow),
-		fmt.Sprintf("Malformed objects: %d (%d creations and changes): %d warning Events in all, at most %d for one object; %d reconciles, at most %d of one object; %d VerticalScalers naming a missing container say so in their Ready condition and get no Event.",
-			r.badInput.objects, r.badInput.changes, r.badInput.events, r.badInput.mostEvents, r.badInput.reconciles, r.badInput.mostRecons, r.badInput.withoutEvent),
+		fmt.Sprintf("Malformed objects: %d (%d creations and changes): %d warning Events in all, at most %d for one object; %d reconciles, at most %d of one object.",
+			r.badInput.objects, r.badInput.changes, r.badInput.events, r.badInput.mostEvents, r.badInput.reconciles, r.badInput.mostRecons),
 	}
 	if !r.converged.IsZero() {
 		out = append(out, fmt.Sprintf("After the faults stopped, everything had converged and gone quiet in %s.", r.converged.Sub(r.chaosEnded).Round(time.Second)))

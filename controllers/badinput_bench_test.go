@@ -1,0 +1,338 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/internal/testenv"
+)
+
+// BenchmarkBadInput measures what malformed objects mixed into the churn cost the well-formed
+// ones: in each round, one phase with SWITCHBOARD_BENCH_MALFORMED malformed objects (1,000: a
+// quarter each of unreadable reload annotations, missing ConfigMaps, MyApps whose Deployment's
+// name is taken, VerticalScalers naming a missing container; testenv.MalformedObjects), changed
+// all along, and one phase without, in turn first. Each phase runs a fresh manager with every
+// controller on a namespace of its own, and times, at a fixed pace, new MyApps until their status
+// observes their generation and ConfigMap changes until the Deployment that takes them gets a new
+// config hash. It reports the p50 and p90 of both with the malformed objects, as a ratio of the
+// same without, and what the malformed objects got: warning Events and reconciles per change
+// (the periodic resync, every 15 s here, must not say it again).
+func BenchmarkBadInput(b *testing.B) {
+	malformed := testenv.BenchSetting("SWITCHBOARD_BENCH_MALFORMED", 1000)
+	ops, rounds := 40, 2
+	if os.Getenv("SWITCHBOARD_BENCH_SMOKE") != "" {
+		ops, rounds = 10, 1
+	}
+	for range b.N {
+		var with, without []phaseResult
+		for round := range rounds {
+			for _, bad := range testenv.Rotated([]bool{true, false}, round) {
+				r := badInputPhase(b, bad, malformed, ops)
+				if bad {
+					with = append(with, r)
+				} else {
+					without = append(without, r)
+				}
+			}
+		}
+		p := func(rs []phaseResult, pick func(phaseResult) float64) float64 {
+			var xs []float64
+			for _, r := range rs {
+				xs = append(xs, pick(r))
+			}
+			return testenv.Median(xs)
+		}
+		for _, m := range []struct {
+			name string
+			pick func(phaseResult) float64
+		}{
+			{"myapp-p50", func(r phaseResult) float64 { return r.converge.p50 }},
+			{"myapp-p90", func(r phaseResult) float64 { return r.converge.p90 }},
+			{"roll-p50", func(r phaseResult) float64 { return r.roll.p50 }},
+			{"roll-p90", func(r phaseResult) float64 { return r.roll.p90 }},
+		} {
+			w, wo := p(with, m.pick), p(without, m.pick)
+			b.ReportMetric(w, m.name+"-ms")
+			b.ReportMetric(wo, m.name+"-ms-without")
+			b.ReportMetric(w/wo, m.name+"-x-without")
+		}
+		worst := func(pick func(phaseResult) float64) float64 {
+			v := 0.0
+			for _, r := range with {
+				v = max(v, pick(r))
+			}
+			return v
+		}
+		b.ReportMetric(worst(func(r phaseResult) float64 { return r.eventsPerChange }), "max-events/change")
+		b.ReportMetric(worst(func(r phaseResult) float64 { return r.reconcilesPerChange }), "max-reconciles/change")
+		b.ReportMetric(float64(malformed), "malformed")
+	}
+}
+
+// latencies are the p50 and p90 of one kind of operation, in milliseconds.
+type latencies struct{ p50, p90 float64 }
+
+// phaseResult is what one phase measured.
+type phaseResult struct {
+	converge, roll latencies
+	// eventsPerChange and reconcilesPerChange are the most of one malformed object, per change
+	// of it (its creation counts as one).
+	eventsPerChange, reconcilesPerChange float64
+}
+
+// badInputPhase runs one phase: ops new MyApps and ops ConfigMap changes, one every 150 ms in
+// turn, with malformed objects changed in between when bad.
+func badInputPhase(b *testing.B, bad bool, malformed, ops int) phaseResult {
+	b.Helper()
+	ctx := context.Background()
+	c := env.UnthrottledClient(b)
+	ns := env.Namespace(b, "bad-input-")
+	const readers = 20
+	for i := range readers {
+		name := fmt.Sprintf("reader-%d", i)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"A": "0"}}
+		if err := c.Create(ctx, cm); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Create(ctx, readerDeployment(ns, name)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var objects []*testenv.Malformed
+	if bad {
+		objects = testenv.MalformedObjects(ns, malformed, "reader-0")
+		for _, o := range objects {
+			if err := o.Create(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	seen := watchLatencies(b, ns)
+	recorder := testenv.NewReconcileRecorder(ctrl.Log)
+	m := env.StartReplica(b, testenv.Replica{Logger: recorder.Logger()},
+		"--controllers=*", "--watch-namespaces="+ns, "--usage-source=off", "--resync-interval=15s")
+	defer m.Stop()
+	// Every reader recorded, every malformed object seen: the phase starts from a steady state.
+	testenv.Eventually(b, 3*time.Minute, func() error {
+		if n := seen.recorded(); n < readers {
+			return fmt.Errorf("%d of %d readers recorded", n, readers)
+		}
+		return nil
+	})
+	testenv.WaitQuiet(b, testenv.InProcess, testenv.Quiet{Controllers: []string{"myapp", "configmapwatcher-deployments", "verticalscaler"},
+		Idle: true, For: 2 * time.Second, Interval: 500 * time.Millisecond, Timeout: 3 * time.Minute})
+
+	began := time.Now()
+	next := 0
+	for i := range 2 * ops {
+		if i%2 == 0 {
+			name := fmt.Sprintf("app-%d", i/2)
+			seen.start("MyApp/" + name)
+			app := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080}}
+			if err := c.Create(ctx, app); err != nil {
+				b.Fatal(err)
+			}
+		} else {
+			name := fmt.Sprintf("reader-%d", (i/2)%readers)
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+				b.Fatal(err)
+			}
+			cm.Data["A"] = fmt.Sprint(i)
+			seen.start("Deployment/" + name)
+			if err := c.Update(ctx, cm); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Malformed objects change as often as the well-formed ones, together a few per step.
+		for range len(objects) / ops / 2 {
+			if err := objects[next%len(objects)].Change(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+			next++
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	testenv.Eventually(b, 2*time.Minute, func() error {
+		if n := seen.pending(); n > 0 {
+			return fmt.Errorf("%d operations not done yet", n)
+		}
+		return nil
+	})
+	// Past the next periodic resync, so that a malformed object said again at a resync shows.
+	time.Sleep(max(0, 20*time.Second-time.Since(began)))
+	testenv.WaitQuiet(b, testenv.InProcess, testenv.Quiet{Controllers: []string{"myapp", "configmapwatcher-deployments"},
+		Idle: true, For: 2 * time.Second, Interval: 500 * time.Millisecond, Timeout: 2 * time.Minute})
+	m.Stop()
+
+	result := phaseResult{converge: seen.latencies("MyApp/"), roll: seen.latencies("Deployment/")}
+	if bad {
+		result.eventsPerChange, result.reconcilesPerChange = malformedPace(b, ns, objects, recorder.Records())
+	}
+	return result
+}
+
+// readerDeployment is a Deployment, opted in, that takes key A of the ConfigMap of its name.
+func readerDeployment(ns, name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{v1alpha1.ReloadAnnotation: "true"}},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "app", Image: "registry.example.com/app:v1",
+				Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "A"}}}},
+			}}}},
+		},
+	}
+}
+
+// malformedPace returns the most warning Events and reconciles of one malformed object per
+// change of it, and fails the benchmark when an object got no Event, or more than one per
+// change.
+func malformedPace(b *testing.B, ns string, objects []*testenv.Malformed, records []testenv.ReconcileRecord) (events, reconciles float64) {
+	b.Helper()
+	warnings, err := testenv.Warnings(context.Background(), env.Client, ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	perObject := map[string]int{}
+	for _, r := range records {
+		perObject[r.Controller+" "+r.Name]++
+	}
+	failures := 0
+	for _, o := range objects {
+		got := warnings[o.WarningKey()]
+		if (got == 0 || got > o.Changes) && failures < 10 {
+			failures++
+			b.Errorf("malformed %s %s got its %s Event %d times for %d changes, want between 1 and %d", o.Kind, o.Object.GetName(), o.Reason, got, o.Changes, o.Changes)
+		}
+		events = max(events, float64(got)/float64(o.Changes))
+		reconciles = max(reconciles, float64(perObject[o.Controller+" "+o.Object.GetName()])/float64(o.Changes))
+	}
+	return events, reconciles
+}
+
+// latencyWatch times operations: each starts when the benchmark sends it and ends when a watch
+// of ns sees its effect (a MyApp's status observing its generation; a Deployment's new config
+// hash).
+type latencyWatch struct {
+	mu sync.Mutex
+	// inFlight holds when each operation not yet seen done was sent, by "Kind/name".
+	inFlight map[string]time.Time
+	// took holds the milliseconds of the operations done, by kind ("MyApp/").
+	took      map[string][]float64
+	hashes    map[string]string
+	baselines map[string]bool
+}
+
+func watchLatencies(b *testing.B, ns string) *latencyWatch {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	w := &latencyWatch{inFlight: map[string]time.Time{}, took: map[string][]float64{}, hashes: map[string]string{}, baselines: map[string]bool{}}
+	informers, err := cache.New(env.Config, cache.Options{Scheme: controllers.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for obj, seen := range map[client.Object]func(any){&v1alpha1.MyApp{}: w.myApp, &appsv1.Deployment{}: w.deployment} {
+		informer, err := informers.GetInformer(ctx, obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	go func() { _ = informers.Start(ctx) }()
+	if !informers.WaitForCacheSync(ctx) {
+		b.Fatal("the latency watch did not sync")
+	}
+	return w
+}
+
+// start notes that the operation on key ("Kind/name") was sent; one still in flight keeps its
+// start.
+func (w *latencyWatch) start(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.inFlight[key]; !ok {
+		w.inFlight[key] = time.Now()
+	}
+}
+
+// done ends the operation on key, if one is in flight.
+func (w *latencyWatch) done(kind, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if at, ok := w.inFlight[kind+name]; ok {
+		w.took[kind] = append(w.took[kind], float64(time.Since(at).Microseconds())/1000)
+		delete(w.inFlight, kind+name)
+	}
+}
+
+// pending is the number of operations in flight.
+func (w *latencyWatch) pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.inFlight)
+}
+
+// recorded is the number of readers the configmapwatcher has recorded.
+func (w *latencyWatch) recorded() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.baselines)
+}
+
+// latencies returns the p50 and p90 of the operations of kind.
+func (w *latencyWatch) latencies(kind string) latencies {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	xs := slices.Sorted(slices.Values(w.took[kind]))
+	if len(xs) == 0 {
+		return latencies{}
+	}
+	return latencies{p50: xs[len(xs)/2], p90: xs[len(xs)*9/10]}
+}
+
+func (w *latencyWatch) myApp(obj any) {
+	if app, ok := obj.(*v1alpha1.MyApp); ok && app.Status.ObservedGeneration == app.Generation {
+		w.done("MyApp/", app.Name)
+	}
+}
+
+func (w *latencyWatch) deployment(obj any) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return
+	}
+	hash := d.Spec.Template.Annotations[v1alpha1.ConfigHashAnnotation]
+	w.mu.Lock()
+	changed := hash != w.hashes[d.Name]
+	w.hashes[d.Name] = hash
+	if strings.HasPrefix(d.Name, "reader-") && d.Annotations[v1alpha1.ConfigStateAnnotation] != "" {
+		w.baselines[d.Name] = true
+	}
+	w.mu.Unlock()
+	if changed {
+		w.done("Deployment/", d.Name)
+	}
+}

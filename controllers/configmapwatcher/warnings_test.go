@@ -1,0 +1,62 @@
+package configmapwatcher_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/internal/testenv"
+)
+
+// TestWarningsSaidOncePerProblem: a workload whose source is missing, or whose annotation cannot
+// be read, gets its warning Event once, not again at every periodic resync (here every second);
+// a new problem is said, and so is an old one that comes back after it was fixed.
+func TestWarningsSaidOncePerProblem(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher", "--resync-interval=1s")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		ctx := context.Background()
+		missing := k.workload(ns, "missing", "true", envFrom("absent"))
+		unreadable := k.workload(ns, "unreadable", "secret/", envFrom("absent"))
+		create(t, missing, unreadable)
+		k.waitEvent(t, ns, "missing", v1alpha1.ReasonConfigMapMissing, "ConfigMap absent not found")
+		k.waitEvent(t, ns, "unreadable", v1alpha1.ReasonInvalidReloadAnnotation, `"secret/"`)
+		said := func(name, reason string) int {
+			t.Helper()
+			warnings, err := testenv.Warnings(ctx, env.Client, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return warnings[k.name+"/"+name+" "+reason]
+		}
+		expect := func(when string, missingTimes, unreadableTimes int) {
+			t.Helper()
+			time.Sleep(3 * time.Second) // three resyncs
+			if got := said("missing", v1alpha1.ReasonConfigMapMissing); got != missingTimes {
+				t.Errorf("%s: the missing ConfigMap was said %d times, want %d", when, got, missingTimes)
+			}
+			if got := said("unreadable", v1alpha1.ReasonInvalidReloadAnnotation); got != unreadableTimes {
+				t.Errorf("%s: the unreadable annotation was said %d times, want %d", when, got, unreadableTimes)
+			}
+		}
+		expect("after three resyncs", 1, 1)
+
+		annotate := func(obj client.Object, value string) {
+			t.Helper()
+			patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"`+v1alpha1.ReloadAnnotation+`":"`+value+`"}}}`))
+			if err := env.Client.Patch(ctx, obj, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A new problem: the workload now names another ConfigMap, missing too.
+		annotate(missing, "gone")
+		k.waitEvent(t, ns, "missing", v1alpha1.ReasonConfigMapMissing, "ConfigMap gone not found")
+		// The annotation fixed, then broken again the same way.
+		annotate(unreadable, "settings")
+		k.waitRecorded(t, ns, "unreadable")
+		annotate(unreadable, "secret/")
+		expect("after a new problem and an old one back", 2, 2)
+	})
+}
