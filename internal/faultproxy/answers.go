@@ -5,31 +5,50 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
-// answered reads, from a write's answer, the object's resourceVersion and, for a Lease, its
-// holder. An answer that is not a JSON object (a Status of a refused write has no holder, and
-// its resourceVersion is empty) gives what it has.
-func answered(body []byte, encoding string) (resourceVersion, holder string) {
-	if encoding == "gzip" {
+// answer is what the proxy reads of a write's answer: the object's name (a create's request
+// names none), its resourceVersion and, for a Lease, its holder.
+type answer struct {
+	name, resourceVersion, holder string
+}
+
+// readAnswer reads an answer in the encoding the client asked for: protobuf for the built-in
+// kinds (client-go's and controller-runtime's clients ask for it), JSON for the others. An
+// answer that carries no object (a Status) gives nothing.
+func readAnswer(body []byte, contentEncoding string) answer {
+	if contentEncoding == "gzip" {
 		zr, err := gzip.NewReader(bytes.NewReader(body))
 		if err != nil {
-			return "", ""
+			return answer{}
 		}
 		if body, err = io.ReadAll(io.LimitReader(zr, maxAnswerRead)); err != nil {
-			return "", ""
+			return answer{}
 		}
 	}
+	if obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil); err == nil {
+		var out answer
+		if m, err := meta.Accessor(obj); err == nil {
+			out.name, out.resourceVersion = m.GetName(), m.GetResourceVersion()
+		}
+		if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Spec.HolderIdentity != nil {
+			out.holder = *lease.Spec.HolderIdentity
+		}
+		return out
+	}
+	// A kind of this module's API, which client-go's scheme does not know: JSON.
 	var obj struct {
 		Metadata struct {
+			Name            string `json:"name"`
 			ResourceVersion string `json:"resourceVersion"`
 		} `json:"metadata"`
-		Spec struct {
-			HolderIdentity string `json:"holderIdentity"`
-		} `json:"spec"`
 	}
 	if json.Unmarshal(body, &obj) != nil {
-		return "", ""
+		return answer{}
 	}
-	return obj.Metadata.ResourceVersion, obj.Spec.HolderIdentity
+	return answer{name: obj.Metadata.Name, resourceVersion: obj.Metadata.ResourceVersion}
 }

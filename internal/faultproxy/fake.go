@@ -69,6 +69,7 @@ func (f *FakeAPIServer) serve(w http.ResponseWriter, r *http.Request) {
 	case req.Resource == "leases" && req.Write():
 		var lease map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&lease)
+		lease["kind"], lease["apiVersion"] = "Lease", "coordination.k8s.io/v1"
 		lease["metadata"] = map[string]any{"name": req.Name, "resourceVersion": "42"}
 		_ = json.NewEncoder(w).Encode(lease)
 	default:

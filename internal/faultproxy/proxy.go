@@ -316,7 +316,11 @@ func (t recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	w.Answered, w.Code = time.Now(), resp.StatusCode
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxAnswerRead))
-	w.ResourceVersion, w.Holder = answered(body, resp.Header.Get("Content-Encoding"))
+	a := readAnswer(body, resp.Header.Get("Content-Encoding"))
+	w.ResourceVersion, w.Holder = a.resourceVersion, a.holder
+	if w.Name == "" && w.Verb == "create" {
+		w.Name = a.name
+	}
 	t.proxy.record(w)
 	if readErr != nil {
 		_ = resp.Body.Close()

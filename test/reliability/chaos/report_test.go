@@ -30,6 +30,9 @@ type report struct {
 	tcp         faults.TCPStats
 	writes      int
 
+	terms                                    map[string]int
+	recommendations, scalers                 int
+	exactlyOnceKeys                          int
 	ops                                      map[string]int
 	changes, rolls, reconciles, mostInWindow int
 	badInput                                 badFigures
@@ -69,8 +72,15 @@ func (r *report) lines() []string {
 		fmt.Sprintf("Malformed objects: %d (%d creations and changes): %d warning Events in all, at most %d for one object; %d reconciles, at most %d of one object.",
 			r.badInput.objects, r.badInput.changes, r.badInput.events, r.badInput.mostEvents, r.badInput.reconciles, r.badInput.mostRecons),
 	}
+	var terms []string
+	for _, g := range slices.Sorted(maps.Keys(r.terms)) {
+		terms = append(terms, fmt.Sprintf("%s %d", g, r.terms[g]))
+	}
+	out = append(out, fmt.Sprintf("Terms of leading each group (Lease writes that changed its holder): %s. VerticalScaler recommendations seen: %d, of %d VerticalScalers.",
+		strings.Join(terms, ", "), r.recommendations, r.scalers))
 	if !r.converged.IsZero() {
-		out = append(out, fmt.Sprintf("After the faults stopped, everything had converged and gone quiet in %s.", r.converged.Sub(r.chaosEnded).Round(time.Second)))
+		out = append(out, fmt.Sprintf("After the faults stopped, everything had converged and gone quiet in %s; then the configmapwatcher's Lease moved with nothing changed, and %d source keys were changed one at a time.",
+			r.converged.Sub(r.chaosEnded).Round(time.Second), r.exactlyOnceKeys))
 	}
 	out = append(out, fmt.Sprintf("Violations: %d.", len(r.violations)))
 	return out
