@@ -3,6 +3,7 @@ package configmapwatcher
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -173,9 +174,12 @@ func mayOptIn(obj client.Object) bool {
 }
 
 // Predicates filter the events of the workloads: those of workloads that carry an opt-in
-// annotation (before or after the change), when their spec or their annotations changed other
-// than by this controller's own record. Writing the record therefore reconciles nothing again;
-// a roll does, since it changes the spec.
+// annotation (before or after the change), when their Pod template or their annotations changed
+// other than by this controller's own record. Writing the record therefore reconciles nothing
+// again; a roll does, since it changes the Pod template. The generation is not what tells: a
+// Deployment's moves with its annotations too, the record's included (the API server copies a
+// Deployment's annotations to its ReplicaSets), and a change of replicas is none of this
+// controller's business.
 func Predicates() []predicate.Predicate {
 	return []predicate.Predicate{predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return mayOptIn(e.Object) },
@@ -183,7 +187,7 @@ func Predicates() []predicate.Predicate {
 			if !mayOptIn(e.ObjectOld) && !mayOptIn(e.ObjectNew) {
 				return false
 			}
-			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+			return !equality.Semantic.DeepEqual(podrefs.PodTemplate(e.ObjectOld), podrefs.PodTemplate(e.ObjectNew)) ||
 				!sameAnnotationsBut(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(), v1alpha1.ConfigStateAnnotation)
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },

@@ -60,3 +60,32 @@ func TestWarningsSaidOncePerProblem(t *testing.T) {
 		expect("after a new problem and an old one back", 2, 2)
 	})
 }
+
+// TestRecordWriteReconcilesNothingAgain: writing a workload's record is the end of its
+// reconcile. A Deployment's generation moves with its annotations (the API server copies them to
+// its ReplicaSets), so a predicate that let generation changes through reconciled every recorded
+// Deployment a second time, reading its sources from the API server again for nothing.
+func TestRecordWriteReconcilesNothingAgain(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher", "--resync-interval=0")
+	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+		create(t, configMap(ns, "settings", map[string]string{"k": "v1"}))
+		settle(t, reconcileTotal(t), 0)
+		since := reconcileTotal(t)
+		create(t, k.workload(ns, "web", "true", envFrom("settings")))
+		k.waitRecorded(t, ns, "web")
+		settle(t, since, 1)
+		time.Sleep(time.Second)
+		if got := reconcileTotal(t) - since; got != 1 {
+			t.Errorf("%v reconciles of a %s created and recorded, want 1", got, k.name)
+		}
+		// A roll is a change of the Pod template: reconciled once more, as the workload changed.
+		since, before := reconcileTotal(t), k.states(t, ns)
+		updateConfigMap(t, ns, "settings", map[string]string{"k": "v2"})
+		k.waitRolled(t, ns, before, "web")
+		settle(t, since, 1)
+		time.Sleep(time.Second)
+		if got := reconcileTotal(t) - since; got > 2 {
+			t.Errorf("%v reconciles of a %s rolled once, want at most 2 (the change, the roll's own template change)", got, k.name)
+		}
+	})
+}

@@ -223,7 +223,7 @@ func TestChaos(t *testing.T) {
 // hotLoopLimit is the most reconciles of one object by one replica for one controller in 10 s:
 // far above what changes, retries with backoff and Deployment status updates bring, far below
 // a reconcile that requeues itself (hundreds a second).
-const hotLoopLimit = 40
+const hotLoopLimit = 60
 
 // errList collects the errors of the chaos's goroutines.
 type errList struct {
