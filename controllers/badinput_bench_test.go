@@ -23,19 +23,21 @@ import (
 	"github.com/example/switchboard/internal/testenv"
 )
 
-// BenchmarkBadInput measures what being malformed costs the well-formed objects around: in each
-// round, one phase with SWITCHBOARD_BENCH_MALFORMED malformed objects (1,000: a quarter each of
-// unreadable reload annotations, missing ConfigMaps, MyApps whose Deployment's name is taken,
-// VerticalScalers naming a missing container; testenv.MalformedObjects) and one with as many
-// well-formed twins of the same kinds and names (testenv.WellFormedTwins), in turn first; both
-// are changed all along at the same pace, four changes between two of the measured operations,
-// so that the phases differ only in the objects being malformed. Each phase runs a fresh manager
-// with every controller on a namespace of its own, and times, one every 150 ms in turn, new
-// MyApps until their status observes their generation and ConfigMap changes until the Deployment
-// that takes them gets a new config hash. It reports the p50 and p90 of both with the malformed
-// objects, as a ratio of the same with the twins, and what the malformed objects got: warning
-// Events per change (the periodic resync, every 15 s here, must not say it again), and
-// reconciles beyond what their changes, the resyncs and a taken name's retry a minute bring.
+// BenchmarkBadInput measures what malformed objects mixed into the churn cost the well-formed
+// ones. Each round runs three phases, in turn first: one with SWITCHBOARD_BENCH_MALFORMED
+// malformed objects (1,000: a quarter each of unreadable reload annotations, missing
+// ConfigMaps, MyApps whose Deployment's name is taken, VerticalScalers naming a missing
+// container; testenv.MalformedObjects), one with as many well-formed twins of the same kinds and
+// names (testenv.WellFormedTwins), and one with neither. The malformed objects and the twins are
+// changed all along, one change between two of the measured operations. Each phase runs a fresh
+// manager with every controller on a namespace of its own, and times, one every 150 ms in turn,
+// new MyApps until their status observes their generation and ConfigMap changes until the
+// Deployment that takes them gets a new config hash. It reports the p50 and p90 of both beside
+// the malformed objects, as ratios of the same without them (x-without) and beside the twins
+// (x-twins: the cost of being malformed, the work of as many objects and changes being equal),
+// and what the malformed objects got: warning Events per change (the periodic resync, every
+// 15 s here, must not say it again), and reconciles beyond what their changes, the resyncs and a
+// taken name's retry a minute bring.
 func BenchmarkBadInput(b *testing.B) {
 	malformed := testenv.BenchSetting("SWITCHBOARD_BENCH_MALFORMED", 1000)
 	ops, rounds := 40, 2
@@ -43,20 +45,15 @@ func BenchmarkBadInput(b *testing.B) {
 		ops, rounds = 10, 1
 	}
 	for range b.N {
-		var with, without []phaseResult
+		results := map[extraObjects][]phaseResult{}
 		for round := range rounds {
-			for _, bad := range testenv.Rotated([]bool{true, false}, round) {
-				r := badInputPhase(b, bad, malformed, ops)
-				if bad {
-					with = append(with, r)
-				} else {
-					without = append(without, r)
-				}
+			for _, extra := range testenv.Rotated([]extraObjects{withMalformed, withTwins, withNothing}, round) {
+				results[extra] = append(results[extra], badInputPhase(b, extra, malformed, ops))
 			}
 		}
-		p := func(rs []phaseResult, pick func(phaseResult) float64) float64 {
+		p := func(extra extraObjects, pick func(phaseResult) float64) float64 {
 			var xs []float64
-			for _, r := range rs {
+			for _, r := range results[extra] {
 				xs = append(xs, pick(r))
 			}
 			return testenv.Median(xs)
@@ -70,14 +67,15 @@ func BenchmarkBadInput(b *testing.B) {
 			{"roll-p50", func(r phaseResult) float64 { return r.roll.p50 }},
 			{"roll-p90", func(r phaseResult) float64 { return r.roll.p90 }},
 		} {
-			w, wo := p(with, m.pick), p(without, m.pick)
-			b.ReportMetric(w, m.name+"-ms")
-			b.ReportMetric(wo, m.name+"-ms-without")
-			b.ReportMetric(w/wo, m.name+"-x-without")
+			bad, none, twins := p(withMalformed, m.pick), p(withNothing, m.pick), p(withTwins, m.pick)
+			b.ReportMetric(bad, m.name+"-ms")
+			b.ReportMetric(none, m.name+"-ms-without")
+			b.ReportMetric(bad/none, m.name+"-x-without")
+			b.ReportMetric(bad/twins, m.name+"-x-twins")
 		}
 		worst := func(pick func(phaseResult) float64) float64 {
 			v := 0.0
-			for _, r := range with {
+			for _, r := range results[withMalformed] {
 				v = max(v, pick(r))
 			}
 			return v
@@ -87,6 +85,15 @@ func BenchmarkBadInput(b *testing.B) {
 		b.ReportMetric(float64(malformed), "malformed")
 	}
 }
+
+// extraObjects is what a bad-input phase has beside its measured operations.
+type extraObjects string
+
+const (
+	withMalformed extraObjects = "malformed"
+	withTwins     extraObjects = "twins"
+	withNothing   extraObjects = "nothing"
+)
 
 // latencies are the p50 and p90 of one kind of operation, in milliseconds.
 type latencies struct{ p50, p90 float64 }
@@ -101,8 +108,8 @@ type phaseResult struct {
 }
 
 // badInputPhase runs one phase: ops new MyApps and ops ConfigMap changes, one every 150 ms in
-// turn, with n malformed objects, or their well-formed twins, changed in between.
-func badInputPhase(b *testing.B, bad bool, n, ops int) phaseResult {
+// turn, with n malformed objects, or their well-formed twins, changed in between, or nothing.
+func badInputPhase(b *testing.B, extra extraObjects, n, ops int) phaseResult {
 	b.Helper()
 	ctx := context.Background()
 	c := env.UnthrottledClient(b)
@@ -118,8 +125,11 @@ func badInputPhase(b *testing.B, bad bool, n, ops int) phaseResult {
 			b.Fatal(err)
 		}
 	}
-	objects := testenv.MalformedObjects(ns, n, "reader-0")
-	if !bad {
+	var objects []*testenv.Malformed
+	switch extra {
+	case withMalformed:
+		objects = testenv.MalformedObjects(ns, n, "reader-0")
+	case withTwins:
 		objects = testenv.WellFormedTwins(ns, n, "reader-0")
 		if err := testenv.CreateTwinSources(ctx, c, ns); err != nil {
 			b.Fatal(err)
@@ -168,7 +178,7 @@ func badInputPhase(b *testing.B, bad bool, n, ops int) phaseResult {
 				b.Fatal(err)
 			}
 		}
-		for range 4 {
+		if len(objects) > 0 {
 			if err := objects[next%len(objects)].Change(ctx, c); err != nil {
 				b.Fatal(err)
 			}
@@ -189,7 +199,7 @@ func badInputPhase(b *testing.B, bad bool, n, ops int) phaseResult {
 	m.Stop()
 
 	result := phaseResult{converge: seen.latencies("MyApp/"), roll: seen.latencies("Deployment/")}
-	if bad {
+	if extra == withMalformed {
 		result.eventsPerChange, result.extraReconciles = malformedPace(b, ns, objects, recorder.Records(), time.Since(started))
 	}
 	return result
