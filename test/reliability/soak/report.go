@@ -56,8 +56,8 @@ func WriteReport(w io.Writer, run Run, s Summary, picture string) error {
 	fmt.Fprintf(&b, "| goroutines | %.0f | %.0f | %+.1f%% | %+.1f%% per hour | growth < %.0f%% |\n",
 		s.GoroutinesStart, s.GoroutinesEnd, s.GoroutinesGrowth*100, s.GoroutinesSlope*100, MaxGrowth*100)
 	fmt.Fprintf(&b, "| Go heap in use | %.1f MiB | %.1f MiB | %+.1f%% | | |\n\n", s.HeapStart/mib, s.HeapEnd/mib, (s.HeapEnd/s.HeapStart-1)*100)
-	fmt.Fprintf(&b, "Work queues: emptied after %d of %d bursts (target: every one), at most %s after the burst began; the deepest reading (one a second) saw %.0f requests waiting.\n\n",
-		s.Drained, s.Bursts, s.LongestDrain.Round(100*time.Millisecond), s.MaxQueueDepth)
+	fmt.Fprintf(&b, "Work queues (read every second): empty again after %d of %d bursts (target: every one), at most %s after the burst began; %d of them before the next burst, %s later; the deepest reading saw %.0f requests waiting.\n\n",
+		s.Drained, s.Bursts, s.LongestDrain.Round(time.Second), s.WithinInterval, s.Interval, s.MaxQueueDepth)
 	fmt.Fprintf(&b, "Open watches: %.0f to %.0f. API requests: %.2f per second on average.\n\n", s.WatchesMin, s.WatchesMax, s.RequestsPerSecond)
 	var ops []string
 	for _, k := range slices.Sorted(maps.Keys(run.Ops)) {

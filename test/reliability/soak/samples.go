@@ -38,14 +38,16 @@ type Burst struct {
 	At time.Duration
 	// Operations is how many operations it made.
 	Operations int
-	// Drained is how long after the burst began every work queue was empty and every worker
-	// idle; zero when they were not by the next burst.
+	// Drained is how long after the burst began every work queue was first seen empty with
+	// every worker idle; zero when they were not before the burst after next.
 	Drained time.Duration
 }
 
 // Summary is what the samples say about growth, after a warm-up.
 type Summary struct {
-	Duration, Warmup, Window time.Duration
+	// Duration is how long the soak ran, Warmup what it left out, Window how long each
+	// median's stretch is, Interval the time between two bursts.
+	Duration, Warmup, Window, Interval time.Duration
 	// Samples counts the samples read.
 	Samples int
 	// The medians of the first window after the warm-up (start) and of the last window (end),
@@ -59,16 +61,16 @@ type Summary struct {
 	// MaxQueueDepth is the deepest any sample saw; WatchesMin and WatchesMax the range of open
 	// watches; RequestsPerSecond the mean.
 	MaxQueueDepth, WatchesMin, WatchesMax, RequestsPerSecond float64
-	// Bursts counts the bursts, Drained those after which the queues emptied before the next,
-	// and LongestDrain the longest time that took.
-	Bursts, Drained int
-	LongestDrain    time.Duration
+	// Bursts counts the bursts, Drained those after which the queues emptied, and LongestDrain
+	// the longest time that took; WithinInterval those that emptied before the next burst.
+	Bursts, Drained, WithinInterval int
+	LongestDrain                    time.Duration
 }
 
 // Summarize reads the samples after warmup: the first and last window of that stretch, the
-// slope over it, and the bursts.
-func Summarize(samples []Sample, bursts []Burst, warmup, window time.Duration) (Summary, error) {
-	s := Summary{Warmup: warmup, Window: window, Samples: len(samples), Bursts: len(bursts)}
+// slope over it, and the bursts, which came every interval.
+func Summarize(samples []Sample, bursts []Burst, interval, warmup, window time.Duration) (Summary, error) {
+	s := Summary{Warmup: warmup, Window: window, Interval: interval, Samples: len(samples), Bursts: len(bursts)}
 	if len(samples) == 0 {
 		return s, fmt.Errorf("no samples")
 	}
@@ -104,6 +106,9 @@ func Summarize(samples []Sample, bursts []Burst, warmup, window time.Duration) (
 		if b.Drained > 0 {
 			s.Drained++
 			s.LongestDrain = max(s.LongestDrain, b.Drained)
+		}
+		if b.Drained > 0 && b.Drained <= interval {
+			s.WithinInterval++
 		}
 	}
 	return s, nil

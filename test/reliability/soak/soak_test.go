@@ -3,7 +3,6 @@ package soak
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -105,28 +104,30 @@ func TestSoak(t *testing.T) {
 			run.LoadMin, run.LoadMax = min(run.LoadMin, l), max(run.LoadMax, l)
 		})
 	}()
-	for time.Since(start) < duration {
-		began := time.Since(start)
+	queues := make(chan []queueReading, 1)
+	go func() { queues <- readQueues(ctx, m, stop, &deepest) }()
+	var began []time.Duration
+	for next := time.Duration(0); next < duration; next += burstEvery {
+		time.Sleep(time.Until(start.Add(next)))
+		began = append(began, time.Since(start))
 		for range burstOps {
 			if err := load.Step(ctx); err != nil {
 				t.Errorf("churn: %v", err)
 			}
 		}
-		drained, err := drain(ctx, m, start.Add(began+burstEvery), &deepest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		bursts = append(bursts, Burst{At: began, Operations: burstOps, Drained: drained})
-		mu.Unlock()
 	}
+	time.Sleep(time.Until(start.Add(duration)))
 	close(stop)
 	if err := <-sampled; err != nil {
 		t.Fatal(err)
 	}
+	readings := <-queues
+	for i, at := range began {
+		bursts = append(bursts, Burst{At: at, Operations: burstOps, Drained: drained(readings, start.Add(at), i == len(began)-1)})
+	}
 	run.LoadEnd, run.Ops = runinfo.LoadAverage(), load.Ops()
 
-	summary, err := Summarize(samples, bursts, warmup, window)
+	summary, err := Summarize(samples, bursts, burstEvery, warmup, window)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,23 +201,27 @@ func (d *depth) take() float64 {
 	return v
 }
 
-// drain reads the work queues every second until deadline, and returns how long after the
-// burst (deadline less burstEvery) they were last seen busy and then stayed empty with every
-// worker idle; zero when they were busy at the deadline. Every reading's depth goes to deepest.
-func drain(ctx context.Context, m *testenv.Process, deadline time.Time, deepest *depth) (time.Duration, error) {
-	began := deadline.Add(-burstEvery)
-	var lastBusy time.Time
-	idle := false
-	for time.Now().Before(deadline) {
-		readings, err := m.ControllerMetrics(ctx)
-		if err != nil {
-			if exited, _ := m.Exited(); exited {
-				return 0, errors.New("the manager exited during the soak")
-			}
-			return 0, err
+// queueReading is one reading of the work queues: when, and whether every queue was empty and
+// every worker idle.
+type queueReading struct {
+	at   time.Time
+	idle bool
+}
+
+// readQueues reads the work queues every second until stop is closed, and returns the
+// readings; every reading's depth goes to deepest. A failed reading counts as busy.
+func readQueues(ctx context.Context, m *testenv.Process, stop <-chan struct{}, deepest *depth) []queueReading {
+	var out []queueReading
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return out
+		case <-ticker.C:
 		}
-		idle = true
-		total := 0.0
+		readings, err := m.ControllerMetrics(ctx)
+		idle, total := err == nil, 0.0
 		for _, r := range readings {
 			total += r.Depth
 			if r.Depth > 0 || r.Active > 0 {
@@ -224,18 +229,28 @@ func drain(ctx context.Context, m *testenv.Process, deadline time.Time, deepest 
 			}
 		}
 		deepest.see(total)
-		if !idle {
-			lastBusy = time.Now()
+		out = append(out, queueReading{at: time.Now(), idle: idle})
+	}
+}
+
+// drained returns how long after a burst that began at began the work queues were first seen
+// empty with every worker idle, at least a second after it began (its events have reached the
+// queues by then); zero when they were not before the burst after next began (two intervals),
+// or, for the last burst, before the readings ended.
+func drained(readings []queueReading, began time.Time, last bool) time.Duration {
+	deadline := began.Add(2 * burstEvery)
+	for _, r := range readings {
+		if r.at.Before(began.Add(time.Second)) {
+			continue
 		}
-		time.Sleep(time.Second)
+		if !last && r.at.After(deadline) {
+			break
+		}
+		if r.idle {
+			return r.at.Sub(began)
+		}
 	}
-	if !idle {
-		return 0, nil
-	}
-	if lastBusy.IsZero() {
-		return time.Second, nil // never seen busy: emptied before the first reading
-	}
-	return lastBusy.Sub(began) + time.Second, nil
+	return 0
 }
 
 func writeFiles(dir string, run Run, s Summary, samples []Sample) error {
