@@ -122,7 +122,7 @@ test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some
 CHAOS_DIR ?= $(LOCALBIN)/chaos
 
 .PHONY: test-chaos
-test-chaos: $(LOCALCLUSTER_BINS) ## Run the full chaos run (about 20 minutes): three replicas under faults, kills, a partition and churn, with invariants checked; report in CHAOS_DIR.
+test-chaos: $(LOCALCLUSTER_BINS) ## Run the full chaos run (about 15 minutes): three replicas under faults, kills, partitions and churn, with invariants checked; report and logs in CHAOS_DIR.
 	@mkdir -p $(CHAOS_DIR)
 	cd test/reliability && SWITCHBOARD_CHAOS=full SWITCHBOARD_CHAOS_DIR=$(abspath $(CHAOS_DIR)) $(LOCALCLUSTER_ENV) go test ./chaos/ -run TestChaos -count=1 -v -timeout 60m
 

@@ -96,7 +96,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos run %s, seed %d (SWITCHBOARD_CHAOS_SEED=%d repeats the choices), logs in %s", s.name, seed, seed, dir)
 	ctx := context.Background()
 	random := rand.New(rand.NewPCG(seed, 0xc4a05))
-	rep := &report{settings: s, seed: seed, loadStart: runinfo.LoadAverage(), began: time.Now()}
+	rep := &report{settings: s, seed: seed, commit: runinfo.Commit(), loadStart: runinfo.LoadAverage(), began: time.Now()}
 
 	binary := testenv.BuildBinary(t, ".")
 	c := testenv.StartLocalCluster(t, 2)

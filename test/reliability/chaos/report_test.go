@@ -11,14 +11,15 @@ import (
 
 	"github.com/example/switchboard/internal/faultproxy"
 	"github.com/example/switchboard/test/reliability/faults"
-	"github.com/example/switchboard/test/reliability/runinfo"
 )
 
 // report is what a chaos run did and found.
 type report struct {
 	settings settings
 	seed     uint64
-	began    time.Time
+	// commit is the code's commit when the run began.
+	commit string
+	began  time.Time
 	// chaosEnded is when the faults stopped, converged when everything had converged after.
 	chaosEnded, converged time.Time
 	loadStart, loadEnd    float64
@@ -61,7 +62,7 @@ func (r *report) lines() []string {
 	}
 	out := []string{
 		fmt.Sprintf("Chaos run %q, seed %d (`SWITCHBOARD_CHAOS_SEED=%d %s` repeats its choices), begun %s at %s; load average %.1f at the start, %.1f at the end (2 cores, shared).",
-			s.name, r.seed, r.seed, command, r.began.UTC().Format(time.RFC3339), runinfo.Commit(), r.loadStart, r.loadEnd),
+			s.name, r.seed, r.seed, command, r.began.UTC().Format(time.RFC3339), r.commit, r.loadStart, r.loadEnd),
 		fmt.Sprintf("Three replicas (config/overlays/ha: a Lease per controller; lease %s, renew deadline %s, retry %s), %d processes in all; %s of faults, then none.",
 			leaseDuration, renewDeadline, retryPeriod, r.processes, s.chaos),
 		fmt.Sprintf("Faults injected: %d requests through the proxies (%d writes); %d given a latency (%s, mean %s), %d abandoned by their client meanwhile; %d answered 429, %d answered 500, %d answered 503; %d of %d watches cut; %d connection resets; %d partitions of the myapp leader for %s (%s); %d replicas killed with SIGKILL.",
