@@ -2,6 +2,7 @@ package configmapwatcher_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,14 +32,23 @@ func TestWarningsSaidOncePerProblem(t *testing.T) {
 			}
 			return warnings[k.name+"/"+name+" "+reason]
 		}
+		// expect waits until each problem has been said as often as wanted, then checks that
+		// three resyncs later it has not been said again.
 		expect := func(when string, missingTimes, unreadableTimes int) {
 			t.Helper()
-			time.Sleep(3 * time.Second) // three resyncs
-			if got := said("missing", v1alpha1.ReasonConfigMapMissing); got != missingTimes {
-				t.Errorf("%s: the missing ConfigMap was said %d times, want %d", when, got, missingTimes)
+			check := func() error {
+				if got := said("missing", v1alpha1.ReasonConfigMapMissing); got != missingTimes {
+					return fmt.Errorf("%s: the missing ConfigMap was said %d times, want %d", when, got, missingTimes)
+				}
+				if got := said("unreadable", v1alpha1.ReasonInvalidReloadAnnotation); got != unreadableTimes {
+					return fmt.Errorf("%s: the unreadable annotation was said %d times, want %d", when, got, unreadableTimes)
+				}
+				return nil
 			}
-			if got := said("unreadable", v1alpha1.ReasonInvalidReloadAnnotation); got != unreadableTimes {
-				t.Errorf("%s: the unreadable annotation was said %d times, want %d", when, got, unreadableTimes)
+			testenv.Eventually(t, timeout, check)
+			time.Sleep(3 * time.Second)
+			if err := check(); err != nil {
+				t.Error(err)
 			}
 		}
 		expect("after three resyncs", 1, 1)
