@@ -80,6 +80,7 @@ func TestChaos(t *testing.T) {
 	if !ok {
 		t.Skip("the chaos run runs with `make test-chaos` (SWITCHBOARD_CHAOS=full) or `make test-e2e` (short)")
 	}
+	runinfo.LogErrors()
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("SWITCHBOARD_CHAOS_SEED"); v != "" {
 		var err error

@@ -1,5 +1,6 @@
-// Package runinfo says on what a reliability run ran: the code's commit and the machine's load,
-// which every figure of a shared machine must come with.
+// Package runinfo is what every reliability run shares: on what it ran (the code's commit and the
+// machine's load, which every figure of a shared machine must come with), and where the
+// libraries it uses log.
 package runinfo
 
 import (
@@ -7,7 +8,17 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
+
+// LogErrors gives controller-runtime's logger, which the local cluster's clients and caches log
+// through, a sink: errors to stderr.
+func LogErrors() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+}
 
 // LoadAverage is the machine's load average over the last minute; 0 when unreadable.
 func LoadAverage() float64 {

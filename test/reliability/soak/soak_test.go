@@ -40,6 +40,7 @@ func TestSoak(t *testing.T) {
 	if os.Getenv("SWITCHBOARD_SOAK") != "1" {
 		t.Skip("the soak runs with `make soak DURATION=1h`")
 	}
+	runinfo.LogErrors()
 	given := cmp.Or(os.Getenv("SWITCHBOARD_SOAK_DURATION"), "1h")
 	duration, err := time.ParseDuration(given)
 	if err != nil {
