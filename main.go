@@ -11,12 +11,12 @@ import (
 	"runtime"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/loganalysis"
 	"github.com/example/switchboard/internal/logging"
+	"github.com/example/switchboard/internal/version"
 )
 
 // exitUsage is the exit status for bad flags, as the flag package uses.
@@ -34,11 +34,14 @@ func main() {
 	table := controllers.Table()
 	opts := controllers.NewOptions()
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
-	opts.BindFlags(fs, table)
-	config.RegisterFlags(fs) // --kubeconfig, read by ctrl.GetConfig
+	sections := opts.BindFlags(fs, table)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n\nRuns the Switchboard controllers. %s.\n\nFlags:\n", fs.Name(), controllers.KnownControllers(table))
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: %s [flags]\n       %s logs summary|trace [flags] [files]\n\nRuns the Switchboard controllers. %s.\n", fs.Name(), fs.Name(), controllers.KnownControllers(table))
+		for _, section := range sections {
+			fmt.Fprintf(fs.Output(), "\n%s flags:\n", section.Name)
+			section.FlagSet.SetOutput(fs.Output())
+			section.FlagSet.PrintDefaults()
+		}
 	}
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits 2 on a bad flag.
 	if fs.NArg() > 0 {
@@ -46,6 +49,11 @@ func main() {
 		os.Exit(exitUsage)
 	}
 
+	build := version.Get()
+	if opts.Version {
+		fmt.Print(build)
+		return
+	}
 	if opts.ListControllers {
 		if err := controllers.PrintTable(os.Stdout, table); err != nil {
 			os.Exit(1)
@@ -67,6 +75,11 @@ func main() {
 	}
 	ctrl.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
+	log.Info("Starting Switchboard", build.KeysAndValues()...)
+	if err := metrics.Registry.Register(build.Collector()); err != nil {
+		log.Error(err, "Registering the build_info metric failed")
+		os.Exit(1)
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

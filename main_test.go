@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -108,11 +109,62 @@ func TestMissingKubeconfigFailsClearly(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "Loading kubeconfig failed") {
 		t.Errorf("exit status %d, stderr:\n%s", code, stderr)
 	}
+	// The build comes first, so that even a manager that cannot start says which one it was.
+	if !strings.Contains(stderr, `"msg":"Starting Switchboard","version":"(devel)"`) || !strings.Contains(stderr, `"goVersion":"go`) {
+		t.Errorf("the first log line does not give the build:\n%s", stderr)
+	}
+}
+
+// TestVersion checks what --version prints; hack/release's tests check that `make build` and
+// `make image` stamp it.
+func TestVersion(t *testing.T) {
+	code, stdout, stderr := runManager(t, "--version")
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	var keys []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		key, value, ok := strings.Cut(line, ": ")
+		if !ok || value == "" {
+			t.Errorf("line %q is not `key: value`", line)
+		}
+		keys = append(keys, key)
+	}
+	if want := []string{"version", "commit", "buildDate", "goVersion", "platform"}; strings.Join(keys, ",") != strings.Join(want, ",") {
+		t.Errorf("--version keys %v, want %v:\n%s", keys, want, stdout)
+	}
 }
 
 func TestLogsSubcommandIsDispatched(t *testing.T) {
 	code, _, stderr := runManager(t, "logs")
 	if code != 2 || !strings.Contains(stderr, "summary") || !strings.Contains(stderr, "trace") {
 		t.Errorf("`manager logs` with no subcommand: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestHelpFlagsAreDocumented: every flag `manager --help` prints is in
+// docs/reference/flags.md, which `make docs` generates from the same flag sets.
+func TestHelpFlagsAreDocumented(t *testing.T) {
+	code, stdout, stderr := runManager(t, "--help")
+	if code != 0 {
+		t.Fatalf("manager --help exited %d:\n%s", code, stderr)
+	}
+	page, err := os.ReadFile(filepath.Join("docs", "reference", "flags.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	for _, line := range strings.Split(stdout+stderr, "\n") {
+		if !strings.HasPrefix(line, "  -") {
+			continue
+		}
+		name := strings.Fields(strings.TrimPrefix(line, "  -"))[0]
+		flags++
+		if !strings.Contains(string(page), "| `--"+name+"` |") {
+			t.Errorf("manager --help has --%s, docs/reference/flags.md does not: run `make docs`", name)
+		}
+	}
+	if flags < 20 {
+		t.Errorf("found only %d flags in manager --help:\n%s%s", flags, stdout, stderr)
 	}
 }

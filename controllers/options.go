@@ -24,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -63,6 +64,7 @@ type Options struct {
 	Controllers             string
 	Concurrency             string
 	ListControllers         bool
+	Version                 bool
 	MetricsBindAddress      string
 	SecureMetrics           bool
 	EnableHTTP2             bool
@@ -119,35 +121,77 @@ func NewOptions() *Options {
 	}
 }
 
-// BindFlags registers every flag on fs, with the table in the help of --controllers.
-func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) {
-	fs.StringVar(&o.Controllers, "controllers", o.Controllers, "Comma-separated controllers to run: '*' runs every controller enabled by default, 'foo' runs foo, '-foo' leaves foo off; a group name stands for each of its controllers, and a controller's own name wins over its group's. "+KnownControllers(table)+".")
-	fs.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "Comma-separated concurrent reconciles per controller, for example 'myapp=4,verticalscaler=2'; a group name sets each of its controllers; an unlisted controller runs its default (WORKERS in --list-controllers).")
-	fs.BoolVar(&o.ListControllers, "list-controllers", false, "Print the controller table (name, group, default, workers, kind, watches, indexes, sources) and exit.")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint, ':8443' for HTTPS or ':8080' for HTTP; '0' turns it off.")
-	fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with authentication and authorization by the API server.")
-	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Serve metrics over HTTP/2 too; off by default because of the HTTP/2 rapid reset and stream cancellation CVEs.")
-	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; '0' turns them off.")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect through Leases which replica runs the controllers, so that of several replicas only one runs each controller (see --leader-elect-scope).")
-	fs.StringVar(&o.LeaderElectScope, "leader-elect-scope", o.LeaderElectScope, "What one leader election decides, with --leader-elect: 'manager', one Lease ("+LeaderElectionID+") whose holder runs every controller, or 'controller', one Lease per controller group ("+LeaseNamePrefix+"<group>) so that replicas share the controllers and keep warm caches for the others.")
-	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a candidate waits after the last renewal it saw before it takes a Lease over.")
-	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long a leader keeps trying to renew its Lease before it stops its controllers; shorter than --leader-elect-lease-duration.")
-	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to take a Lease and leaders renew theirs.")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Leases; by default the manager's own namespace.")
-	fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch; empty watches all.")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the API server, per kind; 0 or less means no client-side limit (the API server's Priority and Fairness still applies).")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server above --kube-api-qps; used only when --kube-api-qps is positive.")
-	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers relist every watched object from the API server.")
-	fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval, "How often the periodic source re-enqueues every primary object of each controller; 0 turns it off.")
-	fs.IntVar(&o.SourceBufferSize, "source-buffer-size", o.SourceBufferSize, "Events each controller's channel of each source holds before new ones are dropped and counted.")
-	fs.StringVar(&o.TriggerBindAddress, "trigger-bind-address", o.TriggerBindAddress, "Address of the HTTP trigger (POST /trigger/{controller} with {\"namespace\", \"name\"} or a list), for example ':8082'; empty turns it off. Needs --trigger-token-file.")
-	fs.StringVar(&o.TriggerTokenFile, "trigger-token-file", o.TriggerTokenFile, "File holding the bearer token that callers of the HTTP trigger must present; read at start.")
-	fs.BoolVar(&o.TriggerSecure, "trigger-secure", o.TriggerSecure, "Serve the HTTP trigger over HTTPS (HTTP/1.1 only).")
-	fs.StringVar(&o.TriggerCertDir, "trigger-cert-dir", o.TriggerCertDir, "Directory holding tls.crt and tls.key for the HTTP trigger, reloaded when they change; empty serves a self-signed certificate generated at start.")
-	o.Zap.BindFlags(fs)
-	for _, flags := range controllerFlags(table) {
-		flags.AddFlags(fs)
+// NamedFlagSet is one section of the manager's flags, as kube-controller-manager's --help
+// groups its flags: the manager's by concern, then each controller's own, then logging.
+type NamedFlagSet struct {
+	// Name titles the section: a concern, or the controller (group) that owns the flags.
+	Name string
+	// FlagSet holds the section's flags.
+	FlagSet *flag.FlagSet
+}
+
+// BindFlags registers every flag on fs, with the table in the help of --controllers, and
+// returns them in their sections, for --help.
+func (o *Options) BindFlags(fs *flag.FlagSet, table []Controller) []NamedFlagSet {
+	sections := o.FlagSets(table)
+	for _, section := range sections {
+		section.FlagSet.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
 	}
+	return sections
+}
+
+// FlagSets returns every flag, bound to o and to the controllers' own options, in sections:
+// what --help prints and docs/reference/flags.md lists.
+func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
+	section := func(name string, bind func(fs *flag.FlagSet)) NamedFlagSet {
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		bind(fs)
+		return NamedFlagSet{Name: name, FlagSet: fs}
+	}
+	sections := []NamedFlagSet{
+		section("Controllers", func(fs *flag.FlagSet) {
+			fs.StringVar(&o.Controllers, "controllers", o.Controllers, "Comma-separated controllers to run: '*' runs every controller enabled by default, 'foo' runs foo, '-foo' leaves foo off; a group name stands for each of its controllers, and a controller's own name wins over its group's. "+KnownControllers(table)+".")
+			fs.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "Comma-separated concurrent reconciles per controller, for example 'myapp=4,verticalscaler=2'; a group name sets each of its controllers; an unlisted controller runs its default (WORKERS in --list-controllers).")
+			fs.BoolVar(&o.ListControllers, "list-controllers", false, "Print the controller table (name, group, default, workers, kind, watches, indexes, sources) and exit.")
+			fs.BoolVar(&o.Version, "version", false, "Print the version, commit, build date and Go version, and exit.")
+		}),
+		section("Cluster", func(fs *flag.FlagSet) {
+			config.RegisterFlags(fs) // --kubeconfig, read by ctrl.GetConfig
+			fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch; empty watches all.")
+			fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the API server, per kind; 0 or less means no client-side limit (the API server's Priority and Fairness still applies).")
+			fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server above --kube-api-qps; used only when --kube-api-qps is positive.")
+			fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers relist every watched object from the API server.")
+		}),
+		section("Serving", func(fs *flag.FlagSet) {
+			fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint, ':8443' for HTTPS or ':8080' for HTTP; '0' turns it off.")
+			fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with authentication and authorization by the API server.")
+			fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Serve metrics over HTTP/2 too; off by default because of the HTTP/2 rapid reset and stream cancellation CVEs.")
+			fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; '0' turns them off.")
+		}),
+		section("Leader election", func(fs *flag.FlagSet) {
+			fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect through Leases which replica runs the controllers, so that of several replicas only one runs each controller (see --leader-elect-scope).")
+			fs.StringVar(&o.LeaderElectScope, "leader-elect-scope", o.LeaderElectScope, "What one leader election decides, with --leader-elect: 'manager', one Lease ("+LeaderElectionID+") whose holder runs every controller, or 'controller', one Lease per controller group ("+LeaseNamePrefix+"<group>) so that replicas share the controllers and keep warm caches for the others.")
+			fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a candidate waits after the last renewal it saw before it takes a Lease over.")
+			fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long a leader keeps trying to renew its Lease before it stops its controllers; shorter than --leader-elect-lease-duration.")
+			fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to take a Lease and leaders renew theirs.")
+			fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Leases; by default the manager's own namespace.")
+		}),
+		section("Channel sources", func(fs *flag.FlagSet) {
+			fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval, "How often the periodic source re-enqueues every primary object of each controller; 0 turns it off.")
+			fs.IntVar(&o.SourceBufferSize, "source-buffer-size", o.SourceBufferSize, "Events each controller's channel of each source holds before new ones are dropped and counted.")
+			fs.StringVar(&o.TriggerBindAddress, "trigger-bind-address", o.TriggerBindAddress, "Address of the HTTP trigger (POST /trigger/{controller} with {\"namespace\", \"name\"} or a list), for example ':8082'; empty turns it off. Needs --trigger-token-file.")
+			fs.StringVar(&o.TriggerTokenFile, "trigger-token-file", o.TriggerTokenFile, "File holding the bearer token that callers of the HTTP trigger must present; read at start.")
+			fs.BoolVar(&o.TriggerSecure, "trigger-secure", o.TriggerSecure, "Serve the HTTP trigger over HTTPS (HTTP/1.1 only).")
+			fs.StringVar(&o.TriggerCertDir, "trigger-cert-dir", o.TriggerCertDir, "Directory holding tls.crt and tls.key for the HTTP trigger, reloaded when they change; empty serves a self-signed certificate generated at start.")
+		}),
+	}
+	for _, c := range table {
+		if c.Flags == nil || slices.ContainsFunc(sections, func(s NamedFlagSet) bool { return s.Name == c.leaseGroup() }) {
+			continue
+		}
+		sections = append(sections, section(c.leaseGroup(), c.Flags.AddFlags))
+	}
+	return append(sections, section("Logging", o.Zap.BindFlags))
 }
 
 // controllerFlags returns the controllers' own options in the table, each once: the rows of a

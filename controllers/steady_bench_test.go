@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
-	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -94,7 +93,7 @@ func createSharedSet(b *testing.B, ctx context.Context, ns, name string) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-pod",
 			Labels:      map[string]string{"app.kubernetes.io/name": "myapp", "app.kubernetes.io/instance": name},
-			Annotations: map[string]string{recommender.UsageAnnotationPrefix + "app": "cpu=300m,memory=200Mi"}},
+			Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=300m,memory=200Mi"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
 	}
 	for _, obj := range []client.Object{cm, app, vs, pod} {

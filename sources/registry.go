@@ -111,6 +111,11 @@ func (r *Registry) Subscribe(source Name, controller string) <-chan event.Generi
 	if !ok {
 		ch = make(chan event.GenericEvent, r.bufferSize)
 		consumers[controller] = ch
+		// Served at zero from the start, so that a dashboard or an alert on drops reads 0,
+		// not "no data", until the first one.
+		for _, result := range []string{ResultSent, ResultDropped} {
+			r.events.WithLabelValues(string(source), controller, result)
+		}
 	}
 	return ch
 }

@@ -20,11 +20,17 @@ const (
 	// digest (HMAC-SHA256 under a key only the manager reads), and the id of that key. Writing
 	// it never rolls the Pods.
 	ConfigStateAnnotation = "app.example.com/config-state"
+
+	// UsageAnnotationPrefix starts the Pod annotations the verticalscaler reads usage from with
+	// --usage-source=pod-annotations: one per container, "usage.app.example.com/<container>:
+	// cpu=250m,memory=128Mi". For tests, kwok clusters and clusters without metrics-server,
+	// where another tool writes them.
+	UsageAnnotationPrefix = "usage.app.example.com/"
 )
 
 // Stakater Reloader's annotations, which the configmapwatcher honours (unless
 // --reloader-annotations=false) so that a cluster can replace Reloader without editing a
-// manifest. Their meaning is Reloader's; README, Migrating from Reloader, says where ours
+// manifest. Their meaning is Reloader's; docs/migrating/from-reloader.md says where ours
 // differs.
 const (
 	// ReloaderAutoAnnotation: "true" (any value strconv.ParseBool reads as true) rolls on every

@@ -10,7 +10,6 @@ package overlays_test
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +30,7 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/manifests"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // The names the manifests give the manager's objects.
@@ -583,7 +583,7 @@ func checkReplicas(t *testing.T, objs []*unstructured.Unstructured) {
 	if d == nil {
 		t.Fatalf("no Deployment %s", deployment)
 	}
-	opts := managerOptions(t, managerContainer(t, objs).Args)
+	opts, _ := testenv.ManagerOptions(t, managerContainer(t, objs).Args)
 	replicas := int32(1)
 	if d.Spec.Replicas != nil {
 		replicas = *d.Spec.Replicas
@@ -628,26 +628,10 @@ func checkHA(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("Deployment replicas %v, want 3", d.Spec.Replicas)
 		}
 	}
-	opts := managerOptions(t, managerContainer(t, objs).Args)
+	opts, _ := testenv.ManagerOptions(t, managerContainer(t, objs).Args)
 	if !opts.LeaderElect || opts.LeaderElectScope != controllers.ScopeController {
 		t.Errorf("--leader-elect %v --leader-elect-scope %q, want a Lease per controller group", opts.LeaderElect, opts.LeaderElectScope)
 	}
-}
-
-// managerOptions parses the manager's args with its own flags and validation.
-func managerOptions(t *testing.T, args []string) *controllers.Options {
-	t.Helper()
-	table := controllers.Table()
-	opts := controllers.NewOptions()
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	opts.BindFlags(fs, table)
-	if err := fs.Parse(args); err != nil {
-		t.Fatalf("the manager refuses its args %q: %v", args, err)
-	}
-	if _, err := opts.Resolve(table); err != nil {
-		t.Fatalf("the manager refuses its args %q: %v", args, err)
-	}
-	return opts
 }
 
 func sortedCopy(s []string) []string {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/compare"
-	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -53,7 +52,7 @@ func TestOOMKillRaisesMemoryAtOnce(t *testing.T) {
 	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "512Mi")})
 	// The request that counts is the Pod's, which it ran with when it was killed.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1", Labels: map[string]string{"app": "web"},
-		Annotations: map[string]string{recommender.UsageAnnotationPrefix + "app": "cpu=100m,memory=400Mi"}}, Spec: d.Spec.Template.Spec}
+		Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=100m,memory=400Mi"}}, Spec: d.Spec.Template.Spec}
 	if err := env.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -103,9 +102,9 @@ func TestNativeSidecarsAreRecommendedAndInitContainersAreNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1", Labels: labels, Annotations: map[string]string{
-		recommender.UsageAnnotationPrefix + "app":     "cpu=500m,memory=300Mi",
-		recommender.UsageAnnotationPrefix + "proxy":   "cpu=100m,memory=200Mi",
-		recommender.UsageAnnotationPrefix + "migrate": "cpu=2,memory=1Gi",
+		v1alpha1.UsageAnnotationPrefix + "app":     "cpu=500m,memory=300Mi",
+		v1alpha1.UsageAnnotationPrefix + "proxy":   "cpu=100m,memory=200Mi",
+		v1alpha1.UsageAnnotationPrefix + "migrate": "cpu=2,memory=1Gi",
 	}}, Spec: d.Spec.Template.Spec}
 	if err := env.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)

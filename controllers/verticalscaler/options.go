@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
@@ -35,7 +36,7 @@ func NewOptions() *Options {
 
 // AddFlags binds the options to fs.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.UsageSource, "usage-source", o.UsageSource, "Where the verticalscaler's metrics source reads Pod usage: "+strings.Join(recommender.UsageSources, ", ")+" ('pod-annotations' reads "+recommender.UsageAnnotationPrefix+"<container> annotations such as 'cpu=250m,memory=128Mi', for clusters without metrics-server).")
+	fs.StringVar(&o.UsageSource, "usage-source", o.UsageSource, "Where the verticalscaler's metrics source reads Pod usage: "+strings.Join(recommender.UsageSources, ", ")+" ('pod-annotations' reads "+v1alpha1.UsageAnnotationPrefix+"<container> annotations such as 'cpu=250m,memory=128Mi', for clusters without metrics-server).")
 	fs.DurationVar(&o.UsageInterval, "usage-interval", o.UsageInterval, "How often the metrics source reads Pod usage.")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", o.CheckpointInterval, "Least time between two writes of a VerticalScaler's usage history to its VerticalScalerCheckpoint, which a restarted or newly elected manager reads back; 0 neither writes nor reads checkpoints.")
 }

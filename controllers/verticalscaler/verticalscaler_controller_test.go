@@ -64,7 +64,7 @@ func newPod(t *testing.T, ns, name, usage string) {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-", Labels: map[string]string{"app": name},
-			Annotations: map[string]string{recommender.UsageAnnotationPrefix + "app": usage}},
+			Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": usage}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1"}}},
 	}
 	if err := env.Client.Create(context.Background(), pod); err != nil {
@@ -338,7 +338,7 @@ func TestAutoModeAppliesOnlyTheControlledResources(t *testing.T) {
 	if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 1 {
 		t.Fatalf("listing the Pod: %v %v", err, pods.Items)
 	}
-	pods.Items[0].Annotations[recommender.UsageAnnotationPrefix+"app"] = "cpu=2,memory=300Mi"
+	pods.Items[0].Annotations[v1alpha1.UsageAnnotationPrefix+"app"] = "cpu=2,memory=300Mi"
 	if err := env.Client.Update(ctx, &pods.Items[0]); err != nil {
 		t.Fatal(err)
 	}

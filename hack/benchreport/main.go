@@ -73,6 +73,7 @@ var targets = []Target{
 	{"BenchmarkBadInput", "max-events/change", "most warning Events of one malformed object per change of it, periodic resyncs every 15 s included (issue 30)", true, 1},
 	{"BenchmarkBadInput", "max-extra-reconciles", "most reconciles of one malformed object beyond its changes, the periodic resyncs and a taken name's retry a minute (issue 30)", true, 0},
 	{"BenchmarkSummary", "cpu-MB/s", "manager logs summary throughput per CPU-second, one core, generated log (issue 7)", false, 300},
+	{"BenchmarkImage", "x-binary", "compressed image a node pulls for linux/amd64 (manifest, configuration, layer) / the stripped manager binary, make image (issue 26)", true, 1.05},
 	{"BenchmarkSummary", "peak-MiB", "manager logs summary peak RSS of a process running the analyzer alone (the manager binary adds its own pages: see issue 7 notes)", true, 50},
 }
 

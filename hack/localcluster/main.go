@@ -126,15 +126,13 @@ func usage(kubeconfig, logDir string, nodes int, startup time.Duration) string {
 Local cluster ready in %.1fs: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (%d fake Node(s)), metrics-server; CRDs installed, samples applied.
 Logs of the cluster: %s
 
-In another terminal:
+In another terminal (docs/getting-started.md walks through each step):
   export KUBECONFIG=%s
-  kubectl get myapps,verticalscalers          # short names: ma, vs
-  kubectl get deployments,pods,services
+  kubectl get myapps,verticalscalers,deployments,pods    # short names: ma, vs
+  kubectl top pods                                       # after about a minute
   kubectl patch configmap sample-config --type=merge -p '{"data":{"GREETING":"hello again"}}'
-  kubectl get pods -w                         # the sample's Pods roll with the new config
-  kubectl top pods                            # usage kwok emulates (a day every 10 minutes), after about a minute
-  kubectl get vs -w                           # the sample's recommendation, within one to two minutes
-  kubectl get events --sort-by=.lastTimestamp
+  kubectl patch secret sample-credentials --type=merge -p '{"stringData":{"API_TOKEN":"rotated-token"}}'
+  kubectl get events --field-selector reason=ConfigChanged
 
 Starting the manager with every default controller. Ctrl-C stops the manager and the cluster.
 

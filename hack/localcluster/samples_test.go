@@ -9,15 +9,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestSamples checks that the samples parse and hold what `make run` promises: a ConfigMap, a
-// MyApp taking its environment from it, and a VerticalScaler naming that MyApp's Deployment.
+// TestSamples checks that the samples parse and hold what `make run` and docs/getting-started.md
+// promise: a ConfigMap, a MyApp taking its environment from it, a VerticalScaler naming that
+// MyApp's Deployment, and a Deployment opted in with Reloader's annotation that takes its
+// environment from a Secret.
 func TestSamples(t *testing.T) {
 	data, err := readKustomization(filepath.Join("..", "..", "config", "samples"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(data)
-	for _, want := range []string{"kind: ConfigMap", "name: sample-config", "kind: MyApp", "- configMapName: sample-config", "kind: VerticalScaler", "deploymentName: sample"} {
+	for _, want := range []string{"kind: ConfigMap", "name: sample-config", "kind: MyApp", "- configMapName: sample-config", "kind: VerticalScaler", "deploymentName: sample",
+		"kind: Secret", "name: sample-credentials", "name: sample-worker", "reloader.stakater.com/auto: \"true\"", "secretRef:"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("samples lack %q:\n%s", want, text)
 		}

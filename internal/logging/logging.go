@@ -80,6 +80,9 @@ func New(opts *zap.Options, registerer prometheus.Registerer) (logr.Logger, *Sam
 	if err := registerer.Register(s.dropped); err != nil {
 		return logr.Logger{}, nil, err
 	}
+	// Served at zero from the start (the lines outside controllers), so that an alert on
+	// drops reads 0, not "no data"; each controller's series starts at its first drop.
+	s.dropped.WithLabelValues("")
 	o := *opts
 	level := zapcore.LevelEnabler(uberzap.NewAtomicLevelAt(zapcore.InfoLevel))
 	if o.Development {

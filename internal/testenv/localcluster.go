@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -41,21 +42,18 @@ type LocalCluster struct {
 	Clientset *kubernetes.Clientset
 }
 
-// StartLocalCluster starts a local cluster with nodes fake Nodes and stops it when the test
-// ends, after what the test started later (its managers). The binaries come from
-// KUBEBUILDER_ASSETS, KWOK, KWOK_STAGES, KWOK_METRICS and METRICS_SERVER when set (the
-// Makefile sets them), else from bin/ at the module root, where `make kwok metrics-server`
-// and `make envtest-assets` build them.
-func StartLocalCluster(t testing.TB, nodes int) *LocalCluster {
+// LocalClusterConfig is the configuration of a local cluster with nodes fake Nodes, in a
+// directory of the test's. The binaries come from KUBEBUILDER_ASSETS, KWOK, KWOK_STAGES,
+// KWOK_METRICS and METRICS_SERVER when set (the Makefile sets them), else from bin/ at the
+// module root, where `make kwok metrics-server` and `make envtest-assets` build them.
+func LocalClusterConfig(t testing.TB, nodes int) cluster.Config {
 	t.Helper()
 	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(root, "bin")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{
+	return cluster.Config{
 		Dir:           t.TempDir(),
 		K8sBinDir:     envOr("KUBEBUILDER_ASSETS", filepath.Join(bin, "k8s")),
 		Kwok:          envOr("KWOK", filepath.Join(bin, "kwok")),
@@ -63,7 +61,16 @@ func StartLocalCluster(t testing.TB, nodes int) *LocalCluster {
 		KwokMetrics:   envOr("KWOK_METRICS", filepath.Join(bin, "kwok-metrics.yaml")),
 		MetricsServer: envOr("METRICS_SERVER", filepath.Join(bin, "metrics-server")),
 		Nodes:         nodes,
-	})
+	}
+}
+
+// StartLocalCluster starts a local cluster of LocalClusterConfig and stops it when the test
+// ends, after what the test started later (its managers).
+func StartLocalCluster(t testing.TB, nodes int) *LocalCluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, LocalClusterConfig(t, nodes))
 	if err != nil {
 		t.Fatalf("starting the local cluster: %v", err)
 	}
@@ -118,9 +125,29 @@ func (c *LocalCluster) Deploy(t testing.TB, kustomization string) []string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "config", kustomization)
-	var args, crds []string
+	_, args := c.apply(t, []byte(c.Kubectl(t, "kustomize", dir)), "-k", dir)
+	return args
+}
+
+// DeployFile is Deploy for a file of manifests, `kubectl apply --server-side -f path` (the
+// release's dist/install.yaml). It returns the manager's container too.
+func (c *LocalCluster) DeployFile(t testing.TB, path string) (corev1.Container, []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.apply(t, data, "-f", path)
+}
+
+// apply applies manifests, which kubectl reads from source ("-k DIR" or "-f FILE"), and waits
+// for their CRDs and MyApp finalizer policy; it returns the manager's container and its args.
+func (c *LocalCluster) apply(t testing.TB, data []byte, source ...string) (corev1.Container, []string) {
+	t.Helper()
+	var container corev1.Container
+	var crds []string
 	finalizerPolicy := false
-	objs, err := manifests.Decode([]byte(c.Kubectl(t, "kustomize", dir)))
+	objs, err := manifests.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,15 +160,15 @@ func (c *LocalCluster) Deploy(t testing.TB, kustomization string) []string {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d); err != nil {
 				t.Fatal(err)
 			}
-			args = d.Spec.Template.Spec.Containers[0].Args
+			container = d.Spec.Template.Spec.Containers[0]
 		case "MutatingAdmissionPolicy":
 			finalizerPolicy = true
 		}
 	}
-	if args == nil {
-		t.Fatalf("no manager Deployment in config/%s", kustomization)
+	if container.Args == nil {
+		t.Fatalf("no manager Deployment in %v", source)
 	}
-	c.Kubectl(t, "apply", "--server-side", "-k", dir)
+	c.Kubectl(t, append([]string{"apply", "--server-side"}, source...)...)
 	c.WaitEstablished(t, crds...)
 	if finalizerPolicy {
 		// The API server sets the MyApp finalizer at creation, as the myapp component's
@@ -150,7 +177,7 @@ func (c *LocalCluster) Deploy(t testing.TB, kustomization string) []string {
 			return FinalizerSetAtCreation(context.Background(), c.Admin, metav1.NamespaceDefault)
 		})
 	}
-	return args
+	return container, container.Args
 }
 
 // WaitEstablished waits until the API server serves the named CRDs ("crd/NAME").

@@ -39,7 +39,7 @@ func newSizedWorkload(t *testing.T, c *testCluster, ns string) *sizedWorkload {
 		Replicas: new(int32(2)),
 		Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{recommender.UsageAnnotationPrefix + "app": "cpu=400m,memory=300Mi"}},
+			ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=400m,memory=300Mi"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27",
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}}}},
 		},
@@ -96,7 +96,7 @@ func (w *sizedWorkload) stopUsage(t *testing.T) *v1alpha1.VerticalScalerCheckpoi
 	}
 	for i := range pods.Items {
 		patch := client.RawPatch("application/merge-patch+json",
-			[]byte(`{"metadata":{"annotations":{"`+recommender.UsageAnnotationPrefix+`app":null}}}`))
+			[]byte(`{"metadata":{"annotations":{"`+v1alpha1.UsageAnnotationPrefix+`app":null}}}`))
 		if err := w.c.admin.Patch(ctx, &pods.Items[i], patch); err != nil {
 			t.Fatal(err)
 		}

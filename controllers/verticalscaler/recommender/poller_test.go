@@ -121,9 +121,9 @@ func TestPodAnnotationReader(t *testing.T) {
 	}
 	web := map[string]string{"app": "web"}
 	c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(
-		pod("web-1", web, map[string]string{UsageAnnotationPrefix + "app": "cpu=100m,memory=64Mi", "other": "x"}),
+		pod("web-1", web, map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=100m,memory=64Mi", "other": "x"}),
 		pod("web-2", web, nil),
-		pod("db-1", map[string]string{"app": "db"}, map[string]string{UsageAnnotationPrefix + "db": "cpu=1"}),
+		pod("db-1", map[string]string{"app": "db"}, map[string]string{v1alpha1.UsageAnnotationPrefix + "db": "cpu=1"}),
 	).Build()
 	r := PodAnnotationReader{Reader: c, Now: func() time.Time { return now }}
 	got, err := r.PodUsage(context.Background(), "ns", labels.SelectorFromSet(web))
@@ -136,7 +136,7 @@ func TestPodAnnotationReader(t *testing.T) {
 	}
 
 	bad := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(
-		pod("web-1", web, map[string]string{UsageAnnotationPrefix + "app": "cpu=fast"})).Build()
+		pod("web-1", web, map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=fast"})).Build()
 	_, err = PodAnnotationReader{Reader: bad, Now: time.Now}.PodUsage(context.Background(), "ns", labels.SelectorFromSet(web))
 	if err == nil || !strings.Contains(err.Error(), "pod ns/web-1 annotation usage.app.example.com/app: cpu") {
 		t.Errorf("error = %v, want one naming the Pod and the annotation", err)

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
 )
 
 // UsageReader reads the current resource usage of the Pods that match a selector in a
@@ -37,7 +39,7 @@ type PodUsage struct {
 const (
 	// UsageFromMetricsAPI reads PodMetrics from metrics.k8s.io.
 	UsageFromMetricsAPI = "metrics-api"
-	// UsageFromPodAnnotations reads the UsageAnnotationPrefix annotations of the Pods.
+	// UsageFromPodAnnotations reads the v1alpha1.UsageAnnotationPrefix annotations of the Pods.
 	UsageFromPodAnnotations = "pod-annotations"
 	// UsageOff turns the metrics source off.
 	UsageOff = "off"
@@ -136,12 +138,7 @@ func parsePodMetrics(obj map[string]any) (PodUsage, error) {
 	return usage, nil
 }
 
-// UsageAnnotationPrefix starts the Pod annotations PodAnnotationReader reads: one per container,
-// "usage.app.example.com/<container>: cpu=250m,memory=128Mi". A fake metrics-server for tests,
-// for kwok clusters and for clusters without metrics-server, where another tool writes them.
-const UsageAnnotationPrefix = "usage.app.example.com/"
-
-// PodAnnotationReader reads usage from the UsageAnnotationPrefix annotations of the Pods. Each
+// PodAnnotationReader reads usage from the v1alpha1.UsageAnnotationPrefix annotations of the Pods. Each
 // read is a new sample, timestamped Now.
 type PodAnnotationReader struct {
 	Reader client.Reader
@@ -166,7 +163,7 @@ func (r PodAnnotationReader) UsageOfPods(namespace string, pods []corev1.Pod) ([
 		pod := &pods[i]
 		usage := PodUsage{Pod: pod.Name, Timestamp: now, Containers: map[string]corev1.ResourceList{}}
 		for key, value := range pod.Annotations {
-			container, ok := strings.CutPrefix(key, UsageAnnotationPrefix)
+			container, ok := strings.CutPrefix(key, v1alpha1.UsageAnnotationPrefix)
 			if !ok {
 				continue
 			}
