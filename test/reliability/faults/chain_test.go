@@ -104,7 +104,10 @@ func TestResetBreaksOpenStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-ended:
+	case err := <-ended:
+		if err == nil {
+			t.Error("the watch stream ended cleanly: want it broken by the reset")
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the watch stream lived through the reset")
 	}

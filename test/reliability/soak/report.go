@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// Targets are the soak's targets: after the warm-up, RSS and goroutines grow by less than
-// MaxGrowth, and the work queues empty after every burst.
+// MaxGrowth is the soak's target for RSS and goroutines: after the warm-up, they grow by less
+// than this fraction. (Its other target: the work queues empty again after every burst.)
 const MaxGrowth = 0.05
 
 // Run says how a soak ran, for its report.
