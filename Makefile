@@ -103,9 +103,11 @@ vet: ## Run go vet.
 # verticalscaler's recommender with the Vertical Pod Autoscaler's model code; hack/release builds
 # the image with go-containerregistry (its tests run `make image` in two clones: the first run
 # builds the manager's dependencies for linux/arm64, about 4 minutes on 2 cores); test/helm renders
-# the chart with the Helm SDK and compares it with the kustomize builds. The manager's go.mod
+# the chart with the Helm SDK and compares it with the kustomize builds; test/reliability holds
+# the chaos and soak harnesses (toxiproxy, gonum/plot), whose fast tests are all `make test`
+# runs (the chaos run and the soak need a local cluster and skip themselves). The manager's go.mod
 # should carry none of these. go fetches their modules from the module proxy on the first run.
-TEST_MODULES ?= test/vpacompare hack/release test/helm
+TEST_MODULES ?= test/vpacompare hack/release test/helm test/reliability
 
 .PHONY: test
 test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check, the test modules.
@@ -119,7 +121,7 @@ test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suit
 CONTROLLER_PKGS = $(filter-out internal,$(notdir $(patsubst %/,%,$(wildcard controllers/*/))))
 
 # Go modules of their own that `make lint` checks too, with the same configuration.
-LINT_MODULES ?= hack/release test/helm
+LINT_MODULES ?= hack/release test/helm test/reliability
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, revive, ..., and who may import whom.
@@ -144,19 +146,43 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make 
 # failover tests alone.
 E2E_RUN ?= .
 
+# The binaries of the local cluster, for the tests that start one.
+LOCALCLUSTER_ENV = KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER)
+
 # What ships is what is tested: the end-to-end tests run the manager binary taken out of the
 # image's layer for this machine's platform (IMAGE_LOAD_PLATFORM), and apply dist/install.yaml,
 # which pins that image by digest.
 E2E_MANAGER ?= $(LOCALBIN)/e2e/manager
 
 .PHONY: test-e2e
-test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the image's manager as a process, deployed from config/ and dist/install.yaml, on a local cluster.
+test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the image's manager as a process, deployed from config/ and dist/install.yaml, on a local cluster; then the short chaos run.
 	@mkdir -p $(dir $(E2E_MANAGER))
 	$(RELEASE) extract --layout=$(IMAGE_LAYOUT) --platform=$(IMAGE_LOAD_PLATFORM) --file=manager --out=$(E2E_MANAGER)
-	SWITCHBOARD_E2E=1 KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER) \
+	SWITCHBOARD_E2E=1 $(LOCALCLUSTER_ENV) \
 		SWITCHBOARD_E2E_MANAGER=$(E2E_MANAGER) SWITCHBOARD_E2E_INSTALLER=$(DIST)/install.yaml \
 		SWITCHBOARD_E2E_IMAGE_DIGEST=$$($(RELEASE) digest --layout=$(IMAGE_LAYOUT)) SWITCHBOARD_E2E_VERSION=$(VERSION) \
 		go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
+	cd test/reliability && SWITCHBOARD_CHAOS=short $(LOCALCLUSTER_ENV) go test ./chaos/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
+
+##@ Reliability
+
+# CHAOS_DIR keeps the chaos run's report and the managers' logs.
+CHAOS_DIR ?= $(LOCALBIN)/chaos
+
+.PHONY: test-chaos
+test-chaos: $(LOCALCLUSTER_BINS) ## Run the full chaos run (about 15 minutes): three replicas under faults, kills, partitions and churn, with invariants checked; report and logs in CHAOS_DIR.
+	@mkdir -p $(CHAOS_DIR)
+	cd test/reliability && SWITCHBOARD_CHAOS=full SWITCHBOARD_CHAOS_DIR=$(abspath $(CHAOS_DIR)) $(LOCALCLUSTER_ENV) go test ./chaos/ -run TestChaos -count=1 -v -timeout 60m
+
+# DURATION is how long `make soak` runs; SOAK_OUT where it writes its report, picture and
+# samples.
+DURATION ?= 1h
+SOAK_OUT ?= $(LOCALBIN)/soak
+
+.PHONY: soak
+soak: $(LOCALCLUSTER_BINS) ## Run one replica for DURATION (default 1h) under steady churn, sampling memory, goroutines, watches, queues and requests; report and picture in SOAK_OUT.
+	cd test/reliability && SWITCHBOARD_SOAK=1 SWITCHBOARD_SOAK_DURATION=$(DURATION) SWITCHBOARD_SOAK_OUT=$(abspath $(SOAK_OUT)) $(LOCALCLUSTER_ENV) \
+		go test ./soak/ -run TestSoak -count=1 -v -timeout 0
 
 ##@ Benchmarks
 
@@ -189,7 +215,7 @@ bench-configmapwatcher: envtest-assets ## Run the configmapwatcher's benchmarks 
 .PHONY: bench-smoke
 bench-smoke: envtest-assets ## Run every benchmark once at a small size, so that they cannot rot (CI runs this).
 	@mkdir -p bench/tmp
-	{ SWITCHBOARD_BENCH_SMOKE=1 SWITCHBOARD_BENCH_MYAPPS=20 SWITCHBOARD_BENCH_WRITES=20 SWITCHBOARD_BENCH_STEADY=3 SWITCHBOARD_BENCH_AFTER=1 \
+	{ SWITCHBOARD_BENCH_SMOKE=1 SWITCHBOARD_BENCH_MYAPPS=20 SWITCHBOARD_BENCH_WRITES=20 SWITCHBOARD_BENCH_STEADY=3 SWITCHBOARD_BENCH_AFTER=1 SWITCHBOARD_BENCH_MALFORMED=40 \
 		SWITCHBOARD_BENCH_WORKLOADS=5 SWITCHBOARD_BENCH_PODS=100 \
 		go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m $(BENCH_PKGS) && \
 	  for m in $(BENCH_MODULES); do (cd $$m && go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m ./...) || exit 1; done; } \

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -68,6 +69,11 @@ type Reconciler[T client.Object] struct {
 	jobs *jobRecreator
 	// now is the clock.
 	now func() time.Time
+
+	// warned remembers the warnings said about each workload, so that a lasting problem is said
+	// once, not again at every reconcile: a periodic resync, an event of the workload that
+	// changes nothing of it, the replay of a new term.
+	warned warnings
 }
 
 // Lister lists the names of the ConfigMaps or the Secrets of a namespace.
@@ -86,9 +92,13 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.warned.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() || !r.Settings.Scope.Namespace(obj.GetNamespace()) || r.Kind.left(obj) {
+		r.warned.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	resumeIn, err := r.resumeIfDue(ctx, obj)
@@ -101,7 +111,9 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		// User data: retrying cannot fix it, and the workload's next change brings it back.
 		// What could be read still counts.
-		r.warnInvalid(ctx, obj, err)
+		r.warnInvalid(ctx, obj, err, reloadAnnotations)
+	} else {
+		r.warned.resolved(req.NamespacedName, reloadAnnotations)
 	}
 	if !selection.OptedIn() {
 		return result, nil
@@ -127,10 +139,8 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	d := decide(recorded, observed, legacy, r.Settings.ReloadOnDelete)
-	if len(missing) > 0 {
-		// Not an error: retrying cannot help. The source's creation brings the workload back.
-		r.warnMissing(ctx, obj, missing, d)
-	}
+	// Not an error: retrying cannot help. The source's creation brings the workload back.
+	r.warnMissing(ctx, obj, missing, d)
 	if !d.write {
 		return result, nil
 	}
@@ -416,7 +426,9 @@ func (r *Reconciler[T]) runCronJob(ctx context.Context, obj T, selection podrefs
 	}
 	run, err := runsJobOnChange(cj, selection.ViaReloader())
 	if err != nil {
-		r.warnInvalid(ctx, obj, err)
+		r.warnInvalid(ctx, obj, err, runOnChangeAnnotation)
+	} else {
+		r.warned.resolved(client.ObjectKeyFromObject(obj), runOnChangeAnnotation)
 	}
 	if !run {
 		return "", nil
@@ -498,8 +510,15 @@ func noteOf(changes []string) string {
 }
 
 // warnMissing says which sources the workload uses are missing, and what that means for it:
-// one Warning Event per kind.
+// one Warning Event per kind, unless the last one said the same. A kind with none missing is
+// resolved, so that it is news again when it comes back. Each call counts a skipped roll.
 func (r *Reconciler[T]) warnMissing(ctx context.Context, obj T, missing []podrefs.Source, d decision) {
+	key := client.ObjectKeyFromObject(obj)
+	if len(missing) == 0 {
+		r.warned.resolved(key, v1alpha1.ReasonConfigMapMissing)
+		r.warned.resolved(key, v1alpha1.ReasonSecretMissing)
+		return
+	}
 	skippedRolls.WithLabelValues(r.Kind.Name, skippedSourceMissing).Inc()
 	names := map[podrefs.SourceKind][]string{}
 	deleted := false
@@ -507,29 +526,92 @@ func (r *Reconciler[T]) warnMissing(ctx context.Context, obj T, missing []podref
 		names[src.Kind] = append(names[src.Kind], src.Name)
 		deleted = deleted || slices.Contains(d.deleted, src.Key())
 	}
-	ctrl.LoggerFrom(ctx).Info("Sources missing", "configMaps", names[podrefs.ConfigMap], "secrets", names[podrefs.Secret],
-		"deletedWithoutRoll", d.deleted, "reloadOnDelete", r.Settings.ReloadOnDelete)
 	what := "its creation rolls this workload"
 	if deleted {
 		what = "a deletion rolls nothing (--reload-on-delete is off); changes of the other sources still roll this workload, and a source that returns rolls it only if its data differs"
 	}
+	logged := false
 	for _, kind := range podrefs.SourceKinds {
-		if len(names[kind]) == 0 {
-			continue
-		}
 		reason := v1alpha1.ReasonConfigMapMissing
 		if kind == podrefs.Secret {
 			reason = v1alpha1.ReasonSecretMissing
 		}
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Roll", "%s %s not found: %s", kind, strings.Join(names[kind], ", "), what)
+		if len(names[kind]) == 0 {
+			r.warned.resolved(key, reason)
+			continue
+		}
+		note := fmt.Sprintf("%s %s not found: %s", kind, strings.Join(names[kind], ", "), what)
+		if !r.warned.news(key, reason, note) {
+			continue
+		}
+		if !logged {
+			ctrl.LoggerFrom(ctx).Info("Sources missing", "configMaps", names[podrefs.ConfigMap], "secrets", names[podrefs.Secret],
+				"deletedWithoutRoll", d.deleted, "reloadOnDelete", r.Settings.ReloadOnDelete)
+			logged = true
+		}
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Roll", "%s", note)
 	}
 }
 
-// warnInvalid says which annotation, or which entries of one, cannot be read.
-func (r *Reconciler[T]) warnInvalid(ctx context.Context, obj T, err error) {
+// The annotations warnInvalid remembers a warning of apart, so that one read fine does not
+// make the other's lasting warning news again.
+const (
+	reloadAnnotations     = v1alpha1.ReasonInvalidReloadAnnotation
+	runOnChangeAnnotation = v1alpha1.ReasonInvalidReloadAnnotation + "/run-on-change"
+)
+
+// warnInvalid says which annotation, or which entries of one, cannot be read, unless the last
+// warning of the same annotations (which) said the same. Each call counts a skipped roll.
+func (r *Reconciler[T]) warnInvalid(ctx context.Context, obj T, err error, which string) {
 	skippedRolls.WithLabelValues(r.Kind.Name, skippedInvalidAnnotation).Inc()
+	note := "skipped: " + cut(err.Error())
+	if !r.warned.news(client.ObjectKeyFromObject(obj), which, note) {
+		return
+	}
 	ctrl.LoggerFrom(ctx).Info("Reload annotation entries invalid; the others still count", "reason", err.Error())
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidReloadAnnotation, "Roll", "skipped: %s", cut(err.Error()))
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidReloadAnnotation, "Roll", "%s", note)
+}
+
+// warnings are the warnings last said about each workload, by reason. The controller keeps
+// nothing else of a workload in memory; a deleted workload's are forgotten.
+type warnings struct {
+	mu   sync.Mutex
+	said map[types.NamespacedName]map[string]string
+}
+
+// news reports whether note is news for the workload key under reason, and remembers it.
+func (w *warnings) news(key types.NamespacedName, reason, note string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.said[key][reason] == note {
+		return false
+	}
+	if w.said == nil {
+		w.said = map[types.NamespacedName]map[string]string{}
+	}
+	if w.said[key] == nil {
+		w.said[key] = map[string]string{}
+	}
+	w.said[key][reason] = note
+	return true
+}
+
+// resolved forgets the workload's warning of reason: the problem went away, and saying it
+// again when it comes back is news.
+func (w *warnings) resolved(key types.NamespacedName, reason string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.said[key], reason)
+	if len(w.said[key]) == 0 {
+		delete(w.said, key)
+	}
+}
+
+// forget forgets every warning of a workload that is gone.
+func (w *warnings) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.said, key)
 }
 
 // cut keeps a note under maxNote.

@@ -70,6 +70,9 @@
 //
 // An annotation entry that cannot be read gives a Warning Event that names it, and nothing
 // else: no error, so no retry loop; the workload's other entries still count.
+// Each warning is said once per problem: a periodic resync or an event that changes nothing
+// of it does not say it again (the controllers remember the last warning of each workload, in
+// memory: a new leader says a lasting problem once more).
 //
 // Every roll says why: its Event names each source and key that changed ("ConfigMap
 // app-config: LOG_LEVEL changed"), and so does its log line ("Rolled Deployment", key

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -307,10 +308,12 @@ func templateAnnotations(template *corev1.PodTemplateSpec) map[string]string {
 }
 
 // Predicates filter the events of the workloads: those of workloads in the configmapwatcher's
-// namespaces that may opt in (before or after the change, as o says), when their spec or their
-// annotations changed other than by this controller's own record. Writing the record therefore
-// reconciles nothing again; a roll does, since it changes the spec. o is read at each event,
-// once the flags are parsed.
+// namespaces that may opt in (before or after the change, as o says), when their Pod template
+// or their annotations changed other than by this controller's own record. Writing the record
+// therefore reconciles nothing again; a roll does, since it changes the Pod template. The
+// generation is not what tells: a Deployment's moves with its annotations too, the record's
+// included, and a change of replicas is none of this controller's business. o is read at each
+// event, once the flags are parsed.
 func Predicates(o *Options) []predicate.Predicate {
 	scope := func(obj client.Object) bool { return o.Scope().Namespace(obj.GetNamespace()) }
 	return []predicate.Predicate{predicate.Funcs{
@@ -319,7 +322,7 @@ func Predicates(o *Options) []predicate.Predicate {
 			if !scope(e.ObjectNew) || !mayOptIn(e.ObjectOld, o.AutoReloadAll) && !mayOptIn(e.ObjectNew, o.AutoReloadAll) {
 				return false
 			}
-			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+			return !equality.Semantic.DeepEqual(podrefs.PodTemplate(e.ObjectOld), podrefs.PodTemplate(e.ObjectNew)) ||
 				!sameAnnotationsBut(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(), v1alpha1.ConfigStateAnnotation)
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },

@@ -150,7 +150,8 @@ func withoutTemplate(u *unstructured.Unstructured) *unstructured.Unstructured {
 }
 
 // TestPredicates: workload events pass when an opt-in annotation is there (before or after)
-// and the spec or an annotation other than the controller's own record changed.
+// and the Pod template or an annotation other than the controller's own record changed; not
+// when only the generation moved (replicas, or a Deployment's annotations: the record's too).
 func TestPredicates(t *testing.T) {
 	optedIn := func(generation int64, annotations map[string]string) *appsv1.Deployment {
 		all := map[string]string{v1alpha1.ReloadAnnotation: "true"}
@@ -162,6 +163,12 @@ func TestPredicates(t *testing.T) {
 	plain := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 	onTemplate := &appsv1.Deployment{}
 	onTemplate.Spec.Template.Annotations = map[string]string{v1alpha1.ReloaderSecretAutoAnnotation: "true"}
+	newImage := optedIn(2, nil)
+	newImage.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "registry.example.com/app:v2"}}
+	recorded := optedIn(2, map[string]string{v1alpha1.ConfigStateAnnotation: "b"})
+	onTemplateChanged := onTemplate.DeepCopy()
+	onTemplateChanged.Generation = 2
+	onTemplateChanged.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "registry.example.com/app:v2"}}
 	p := Predicates(NewOptions())[0]
 	for _, tc := range []struct {
 		name string
@@ -169,7 +176,9 @@ func TestPredicates(t *testing.T) {
 		new  client.Object
 		want bool
 	}{
-		{"spec changed", optedIn(1, nil), optedIn(2, nil), true},
+		{"Pod template changed", optedIn(1, nil), newImage, true},
+		{"only the generation moved (replicas)", optedIn(1, nil), optedIn(2, nil), false},
+		{"the record written, the Deployment's generation moved with it", optedIn(1, nil), recorded, false},
 		{"an annotation changed", optedIn(1, nil), optedIn(1, map[string]string{"team": "blue"}), true},
 		{"only the record changed", optedIn(1, map[string]string{v1alpha1.ConfigStateAnnotation: "a"}),
 			optedIn(1, map[string]string{v1alpha1.ConfigStateAnnotation: "b"}), false},
@@ -177,8 +186,7 @@ func TestPredicates(t *testing.T) {
 		{"status only", optedIn(1, nil), optedIn(1, nil), false},
 		{"opted out", optedIn(1, nil), plain, true},
 		{"never opted in", plain, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, false},
-		{"opted in on the Pod template", onTemplate, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2},
-			Spec: appsv1.DeploymentSpec{Template: onTemplate.Spec.Template}}, true},
+		{"opted in on the Pod template", onTemplate, onTemplateChanged, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {

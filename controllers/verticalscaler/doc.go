@@ -66,6 +66,7 @@
 // Status: TargetFound, RecommendationProvided, Applied and Ready, computed in one place
 // (computeStatus), and the recommendation with what it rests on (samples, history window, last
 // OOM kill, the percentiles used). A policy naming a container the Pod template does not have, or
-// one of its plain init containers, is reported in Ready, not retried: the workload's watch
-// brings the VerticalScaler back when its containers change.
+// one of its plain init containers, is reported in Ready, with a warning Event when the
+// condition newly says it (once per change, whatever resyncs or replicas come), and not
+// retried: the workload's watch brings the VerticalScaler back when its containers change.
 package verticalscaler

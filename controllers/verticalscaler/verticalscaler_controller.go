@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -47,7 +48,8 @@ type Reconciler struct {
 	// usage history, the controller reads its latest conclusion and forgets it when the
 	// VerticalScaler is deleted.
 	Reports *recommender.Reports
-	// Recorder records an Event on the VerticalScaler for each write to its target.
+	// Recorder records an Event on the VerticalScaler for each write to its target, and a
+	// warning when a policy names a container the target lacks.
 	Recorder events.EventRecorder
 	// Discovery tells a custom workload that does not exist from one whose kind has no scale
 	// subresource, which the API server both answers with 404.
@@ -133,10 +135,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			obs.apply, obs.err = r.apply(ctx, vs, target, obs.recommendation)
 		}
 	}
+	ready := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionReady).DeepCopy()
 	if err := status.Update(ctx, r.Client, vs, func() { vs.Status = computeStatus(vs, obs) }); err != nil {
 		return ctrl.Result{}, err
 	}
 	recordRecommendation(req.NamespacedName, vs)
+	r.warnPolicyProblems(vs, ready)
 	if obs.err != nil {
 		return ctrl.Result{}, obs.err
 	}
@@ -144,6 +148,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: obs.apply.wait}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// warnPolicyProblems records a warning Event when the Ready condition, which was before, newly
+// says that a policy names a container the target's Pod template lacks. The condition is kept
+// in status, so a resync, a restart or another replica does not say it again; a policy naming
+// another container is news.
+func (r *Reconciler) warnPolicyProblems(vs *v1alpha1.VerticalScaler, before *metav1.Condition) {
+	after := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionReady)
+	if after == nil || after.Reason != v1alpha1.ReasonContainerNotFound ||
+		(before != nil && before.Reason == after.Reason && before.Message == after.Message) {
+		return
+	}
+	r.Recorder.Eventf(vs, nil, corev1.EventTypeWarning, v1alpha1.ReasonContainerNotFound, "Recommend", "%s", after.Message)
 }
 
 // report returns the latest usage report for the VerticalScaler key, if it is about target.

@@ -22,8 +22,15 @@
 //   - the manager binary, or another program of the module, as a process (Build, BuildBinary,
 //     WriteKubeconfig, StartProcess, RunProcess, Process): errors from its methods, so that
 //     programs without a testing.T use it too;
+//   - the local cluster of `make run` for the end-to-end, chaos and soak tests (LocalCluster,
+//     StartLocalCluster), with the shipped manifests (Deploy), the manager's ServiceAccount
+//     (ServiceAccountKubeconfig) and the manager on it as a process (RunManager);
+//   - malformed objects and their well-formed twins for the bad-input tests
+//     (MalformedObjects, WellFormedTwins) and the warnings Events say (Warnings);
 //   - polling (Poll, Eventually), free ports (FreeAddress), the API server's own counters
 //     (Env.APIWrites, Env.APIServerCPUSeconds) and benchmark sizes (BenchSetting).
+//
+// Its sibling internal/faultproxy is the hostile API server between a manager and the real one.
 //
 // The go-cmp comparer for resource.Quantity is compare.Quantities in
 // controllers/internal/compare, because the controllers themselves use it to decide whether to

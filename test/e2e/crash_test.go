@@ -21,8 +21,8 @@ func TestCrashSafety(t *testing.T) {
 	const n = 200
 	ctx := context.Background()
 	c := newCluster(t)
-	args := c.deploy(t, "default")
-	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	args := c.Deploy(t, "default")
+	kubeconfig, _ := c.ServiceAccountKubeconfig(t)
 	ns := testenv.Namespace(t, c.admin, "e2e-crash-")
 	first := startManager(t, kubeconfig, args, "--concurrency=myapp=4")
 	for i := range n {

@@ -46,11 +46,11 @@ const failoverMyApps = 60
 // written once.
 func TestPerControllerFailover(t *testing.T) {
 	c := newCluster(t)
-	args := c.deploy(t, "overlays/ha")
+	args := c.Deploy(t, "overlays/ha")
 	if !slices.Contains(args, "--leader-elect-scope=controller") {
 		t.Fatalf("config/overlays/ha args %q: no --leader-elect-scope=controller", args)
 	}
-	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	kubeconfig, _ := c.ServiceAccountKubeconfig(t)
 	ns := testenv.Namespace(t, c.admin, "e2e-failover-")
 	var replicas []*testenv.Process
 	for range 3 {
@@ -87,8 +87,8 @@ func TestPerControllerFailover(t *testing.T) {
 // cold. It measures the same takeover, for the README to compare.
 func TestSingleLeaseFailover(t *testing.T) {
 	c := newCluster(t)
-	args := c.deploy(t, "default")
-	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	args := c.Deploy(t, "default")
+	kubeconfig, _ := c.ServiceAccountKubeconfig(t)
 	ns := testenv.Namespace(t, c.admin, "e2e-single-")
 	var replicas []*testenv.Process
 	for range 3 {

@@ -38,7 +38,8 @@ func TestGettingStarted(t *testing.T) {
 	if err := testenv.Build("github.com/example/switchboard/hack/localcluster", launcher); err != nil {
 		t.Fatal(err)
 	}
-	k8s := envOr("KUBEBUILDER_ASSETS", filepath.Join(root, "bin", "k8s"))
+	binaries := testenv.LocalClusterConfig(t, 1)
+	k8s := binaries.K8sBinDir
 	clusterDir := filepath.Join(dir, "cluster")
 	absRoot, err := filepath.Abs(root)
 	if err != nil {
@@ -47,10 +48,10 @@ func TestGettingStarted(t *testing.T) {
 	// As `make run` runs it, from the module root (the CRDs and samples are read from there),
 	// with the manager's listeners on free ports so that a `make run` beside it is not disturbed.
 	cmd := exec.Command(launcher, "--dir="+clusterDir, "--k8s-bin-dir="+abs(t, k8s),
-		"--kwok="+abs(t, envOr("KWOK", filepath.Join(root, "bin", "kwok"))),
-		"--kwok-stages="+abs(t, envOr("KWOK_STAGES", filepath.Join(root, "bin", "kwok-stages.yaml"))),
-		"--kwok-metrics="+abs(t, envOr("KWOK_METRICS", filepath.Join(root, "bin", "kwok-metrics.yaml"))),
-		"--metrics-server="+abs(t, envOr("METRICS_SERVER", filepath.Join(root, "bin", "metrics-server"))),
+		"--kwok="+abs(t, binaries.Kwok),
+		"--kwok-stages="+abs(t, binaries.KwokStages),
+		"--kwok-metrics="+abs(t, binaries.KwokMetrics),
+		"--metrics-server="+abs(t, binaries.MetricsServer),
 		"--manager="+manager, "--", "--health-probe-bind-address="+probes, "--metrics-bind-address="+metrics)
 	cmd.Dir = absRoot
 	output := &strings.Builder{}

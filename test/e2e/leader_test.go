@@ -35,8 +35,8 @@ const acquired = "Successfully acquired lease"
 // which the garbage collector deletes with the VerticalScaler.
 func TestLeaderElection(t *testing.T) {
 	c := newCluster(t)
-	args := c.deploy(t, "default")
-	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	args := c.Deploy(t, "default")
+	kubeconfig, _ := c.ServiceAccountKubeconfig(t)
 	ns := testenv.Namespace(t, c.admin, "e2e-leader-")
 	a := startManager(t, kubeconfig, args, checkpointArgs...)
 	b := startManager(t, kubeconfig, args, checkpointArgs...)

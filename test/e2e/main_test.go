@@ -9,32 +9,26 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/hack/localcluster/cluster"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // root is the module root, from this package's directory.
 var root = filepath.Join("..", "..")
 
-// The manager binary and kubectl, shared by every test; each test starts its own cluster, so
+// manager is the manager binary, shared by every test; each test starts its own cluster, so
 // that what one test deploys cannot change what another sees.
-var (
-	manager string
-	kubectl string
-)
+var manager string
 
 // The release `make test-e2e` made, from the environment: the installer (dist/install.yaml),
 // the digest of the image index the manager binary comes from, and the version it was stamped
@@ -53,8 +47,7 @@ func run(m *testing.M) int {
 		return 0
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	var err error
-	if kubectl, err = exec.LookPath("kubectl"); err != nil {
+	if _, err := exec.LookPath("kubectl"); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: kubectl is needed to apply the manifests with kustomize:", err)
 		return 1
 	}
@@ -74,7 +67,7 @@ func run(m *testing.M) int {
 
 // testCluster is a test's local cluster and its admin clients.
 type testCluster struct {
-	*cluster.Cluster
+	*testenv.LocalCluster
 	admin     client.Client
 	clientset *kubernetes.Clientset
 }
@@ -82,43 +75,6 @@ type testCluster struct {
 // newCluster starts a local cluster with two fake Nodes for the test and stops it at the end.
 func newCluster(t *testing.T) *testCluster {
 	t.Helper()
-	k8s := os.Getenv("KUBEBUILDER_ASSETS")
-	if k8s == "" {
-		k8s = filepath.Join(root, "bin", "k8s")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{
-		Dir:           t.TempDir(),
-		K8sBinDir:     k8s,
-		Kwok:          envOr("KWOK", filepath.Join(root, "bin", "kwok")),
-		KwokStages:    envOr("KWOK_STAGES", filepath.Join(root, "bin", "kwok-stages.yaml")),
-		KwokMetrics:   envOr("KWOK_METRICS", filepath.Join(root, "bin", "kwok-metrics.yaml")),
-		MetricsServer: envOr("METRICS_SERVER", filepath.Join(root, "bin", "metrics-server")),
-		Nodes:         2,
-	})
-	if err != nil {
-		t.Fatalf("starting the local cluster: %v", err)
-	}
-	// Registered first, so that it runs last: after the managers and namespaces of the test.
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping the local cluster: %v", err)
-		}
-	})
-	tc := &testCluster{Cluster: c}
-	if tc.admin, err = client.New(c.Config, client.Options{Scheme: controllers.NewScheme()}); err != nil {
-		t.Fatal(err)
-	}
-	if tc.clientset, err = kubernetes.NewForConfig(c.Config); err != nil {
-		t.Fatal(err)
-	}
-	return tc
-}
-
-func envOr(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return fallback
+	c := testenv.StartLocalCluster(t, 2)
+	return &testCluster{LocalCluster: c, admin: c.Admin, clientset: c.Clientset}
 }

@@ -38,8 +38,8 @@ func TestMetricsPipeline(t *testing.T) {
 	cpu, memory := resource.MustParse("200m"), resource.MustParse("300Mi")
 	usage := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}
 	c := newCluster(t)
-	args := c.deploy(t, "default")
-	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	args := c.Deploy(t, "default")
+	kubeconfig, _ := c.ServiceAccountKubeconfig(t)
 	ns := testenv.Namespace(t, c.admin, "e2e-metrics-")
 
 	d := usageDeployment(ns, "web", 2, cpu, memory)

@@ -27,8 +27,8 @@ import (
 func TestShippedRBAC(t *testing.T) {
 	t.Run("configmapwatcher overlay", func(t *testing.T) {
 		c := newCluster(t)
-		args := c.deploy(t, "overlays/configmapwatcher")
-		kubeconfig, saConfig := c.serviceAccountKubeconfig(t)
+		args := c.Deploy(t, "overlays/configmapwatcher")
+		kubeconfig, saConfig := c.ServiceAccountKubeconfig(t)
 		m := startManager(t, kubeconfig, args)
 		eventually(t, 90*time.Second, readyCheck(m))
 		configMapWatcherWorks(t, c, testenv.Namespace(t, c.admin, "e2e-cmw-only-"))
@@ -36,8 +36,8 @@ func TestShippedRBAC(t *testing.T) {
 		// The MyApp CRD exists (installed by someone else), but the overlay's RBAC does not
 		// cover it: the API server refuses the ServiceAccount, and a manager told to run myapp
 		// anyway never reports ready.
-		c.kubectl(t, "apply", "--server-side", "-k", root+"/config/crd")
-		c.waitEstablished(t, "crd/myapps.app.example.com")
+		c.Kubectl(t, "apply", "--server-side", "-k", root+"/config/crd")
+		c.WaitEstablished(t, "crd/myapps.app.example.com")
 		err := clientAs(t, saConfig).List(context.Background(), &v1alpha1.MyAppList{})
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("the ServiceAccount listing MyApps under the configmapwatcher RBAC: %v, want Forbidden", err)
@@ -64,8 +64,8 @@ func TestShippedRBAC(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		args := c.deploy(t, "overlays/namespaced")
-		kubeconfig, saConfig := c.serviceAccountKubeconfig(t)
+		args := c.Deploy(t, "overlays/namespaced")
+		kubeconfig, saConfig := c.ServiceAccountKubeconfig(t)
 		sa := clientAs(t, saConfig)
 		if err := sa.List(ctx, &corev1.SecretList{}); !apierrors.IsForbidden(err) {
 			t.Errorf("the ServiceAccount listing Secrets cluster-wide under the namespaced overlay: %v, want Forbidden", err)
@@ -84,12 +84,12 @@ func TestShippedRBAC(t *testing.T) {
 
 	t.Run("installer", func(t *testing.T) {
 		c := newCluster(t)
-		container, args := c.deployFile(t, installer)
+		container, args := c.DeployFile(t, installer)
 		// The Deployment runs the image whose binary this test runs, pinned by its digest.
 		if !strings.HasSuffix(container.Image, "@"+imageDigest) {
 			t.Errorf("the installer's image %s is not pinned to the image under test, %s", container.Image, imageDigest)
 		}
-		kubeconfig, _ := c.serviceAccountKubeconfig(t)
+		kubeconfig, _ := c.ServiceAccountKubeconfig(t)
 		m := startManager(t, kubeconfig, args, "--metrics-secure=false")
 		eventually(t, 90*time.Second, readyCheck(m))
 		ns := testenv.Namespace(t, c.admin, "e2e-installer-")

@@ -23,8 +23,8 @@ func TestAPIServerRestart(t *testing.T) {
 	const before, after = 50, 10
 	ctx := context.Background()
 	c := newCluster(t)
-	args := c.deploy(t, "default")
-	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	args := c.Deploy(t, "default")
+	kubeconfig, _ := c.ServiceAccountKubeconfig(t)
 	ns := testenv.Namespace(t, c.admin, "e2e-restart-")
 	// Without leader election: a leader that cannot renew its Lease within the renew deadline
 	// (10 s) exits by design, to be restarted by its Deployment, and a busy machine can take
