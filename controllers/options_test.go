@@ -153,9 +153,9 @@ func TestControllerFlagsValidated(t *testing.T) {
 }
 
 // TestMetricsCertFlags: --metrics-cert-path hands the directory and file names to
-// controller-runtime's metrics server (whose certwatcher serves and reloads them), and Resolve
-// refuses what would otherwise fall back to a self-signed certificate without a word: missing or
-// unreadable files, or a certificate over plain HTTP.
+// controller-runtime's metrics server (whose certwatcher serves and reloads them), and Resolve and
+// CheckMetricsCert refuse what would otherwise fall back to a self-signed certificate without a
+// word: a certificate over plain HTTP, missing or unreadable files.
 func TestMetricsCertFlags(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := pki.NewAuthority("test-ca", time.Hour)
@@ -187,6 +187,9 @@ func TestMetricsCertFlags(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			o := parsedOptions(t, tc.args)
 			sel, err := o.Resolve(Table())
+			if err == nil {
+				err = o.CheckMetricsCert()
+			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Resolve() = %v, want an error containing %q", err, tc.wantErr)
