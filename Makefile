@@ -74,7 +74,9 @@ vet: ## Run go vet.
 # Go modules of their own whose tests `make test` runs too: test/vpacompare compares the
 # verticalscaler's recommender with the Vertical Pod Autoscaler's model code, which the manager's
 # go.mod should not carry. go fetches their modules from the module proxy on the first run.
-TEST_MODULES ?= test/vpacompare
+# test/monitoring checks the dashboard and the alerts with Prometheus's own PromQL parser and
+# engine, and renders the dashboard's picture; the manager's go.mod should not carry Prometheus.
+TEST_MODULES ?= test/vpacompare test/monitoring
 
 .PHONY: test
 test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check, the test modules.
@@ -168,14 +170,57 @@ bundle: ## Write the OLM bundle into bundle/ from `kubectl kustomize` of config/
 localcluster: ## Build the local-cluster launcher of `make run` into bin/localcluster.
 	go build -o $(LOCALCLUSTER) ./hack/localcluster
 
+##@ Deployment
+
+# Kubebuilder's targets, for the cluster of the current kubeconfig (KUBECONFIG). IMG is the
+# manager's image: `make deploy` puts it in place of the one config/manager names (MANIFEST_IMG),
+# and `make docker-build docker-push` build and push it with Docker (CONTAINER_TOOL: docker or
+# podman) from the Dockerfile, which builds the manager as `make build` does. hack/build's tests
+# run each target (Docker's with a stand-in for it, the others on a real API server).
+IMG ?= ghcr.io/example/switchboard:v0.1.0
+MANIFEST_IMG = ghcr.io/example/switchboard:v0.1.0
+CONTAINER_TOOL ?= docker
+KUBECTL ?= kubectl
+# What `make deploy` and `make undeploy` apply: config/default, or an overlay.
+DEPLOY_KUSTOMIZATION ?= config/default
+# ignore-not-found=true makes uninstall and undeploy quiet about objects already gone.
+ignore-not-found ?= false
+
+.PHONY: docker-build
+docker-build: ## Build the manager's image IMG with Docker (CONTAINER_TOOL) from the Dockerfile.
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the image IMG with Docker (CONTAINER_TOOL).
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: install
+install: ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Delete the CRDs, and with them every MyApp, VerticalScaler and checkpoint (ignore-not-found=true: no error for missing ones).
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
+
+# --server-side: the CRDs are too large for a client-side apply's annotation.
+.PHONY: deploy
+deploy: ## Deploy DEPLOY_KUSTOMIZATION (config/default) with the manager's image IMG to the cluster of the current kubeconfig.
+	$(KUBECTL) kustomize $(DEPLOY_KUSTOMIZATION) | sed 's|image: $(MANIFEST_IMG)$$|image: $(IMG)|' | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Delete what `make deploy` created, CRDs included (ignore-not-found=true: no error for missing ones).
+	$(KUBECTL) kustomize $(DEPLOY_KUSTOMIZATION) | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
 ##@ Tools
 
+# kube-controller-manager too: the test of the user roles runs its ClusterRole aggregation
+# controller, which envtest does not run.
 .PHONY: envtest-assets
-envtest-assets: ## Build etcd and kube-apiserver for envtest unless KUBEBUILDER_ASSETS has them.
-	@if [ -x "$(KUBEBUILDER_ASSETS)/kube-apiserver" ] && [ -x "$(KUBEBUILDER_ASSETS)/etcd" ]; then \
+envtest-assets: ## Build etcd, kube-apiserver and kube-controller-manager for envtest unless KUBEBUILDER_ASSETS has them.
+	@if [ -x "$(KUBEBUILDER_ASSETS)/kube-apiserver" ] && [ -x "$(KUBEBUILDER_ASSETS)/etcd" ] && [ -x "$(KUBEBUILDER_ASSETS)/kube-controller-manager" ]; then \
 		echo "envtest binaries: $(KUBEBUILDER_ASSETS)"; \
 	else \
-		$(MAKE) --no-print-directory $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd; \
+		$(MAKE) --no-print-directory $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(K8S_BIN)/kube-controller-manager; \
 	fi
 
 # A cold build takes about 15 minutes on 2 cores; the Go build cache makes later ones quick.
