@@ -57,4 +57,3 @@ func (e *Env) RunControllerManager(t testing.TB, controllers ...string) *Process
 		"--secure-port=0",
 	}})
 }
-
