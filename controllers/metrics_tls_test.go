@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/example/switchboard/internal/manifests"
 	"github.com/example/switchboard/internal/pki"
 	"github.com/example/switchboard/internal/testenv"
 )
@@ -42,11 +39,7 @@ var monitoredOverlay = filepath.Join("..", "config", "overlays", "monitored")
 // verifies the certificate, and so does not one with another CA or server name; when cert-manager
 // renews the certificate, the manager serves the new one without a restart.
 func TestMetricsCertificateVerifies(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not found: this test renders config/overlays/monitored with `kubectl kustomize`")
-	}
-	m := readMonitored(t, kubectl)
+	m := readMonitored(t)
 	ctx := context.Background()
 	ns := env.Namespace(t, "metrics-tls-")
 
@@ -138,19 +131,9 @@ type monitored struct {
 }
 
 // readMonitored renders config/overlays/monitored and reads what a scrape of the manager needs.
-func readMonitored(t *testing.T, kubectl string) monitored {
+func readMonitored(t *testing.T) monitored {
 	t.Helper()
-	cmd := exec.Command(kubectl, "kustomize", monitoredOverlay)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", monitoredOverlay, err, stderr.String())
-	}
-	objs, err := manifests.Decode(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := testenv.Kustomize(t, monitoredOverlay)
 	var m monitored
 	var secretName string
 	for _, obj := range objs {

@@ -3,7 +3,6 @@ package overlays_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -24,11 +23,7 @@ import (
 // asks the API server, with SubjectAccessReviews, what users bound to each of those in one
 // namespace may do with every kind: what the roles' names say, in that namespace only.
 func TestUserRolesAggregate(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not found: these tests render the kustomizations with `kubectl kustomize`")
-	}
-	objs := render(t, kubectl, filepath.Join("..", "default"))
+	objs := testenv.Kustomize(t, filepath.Join("..", "default"))
 	env := testenv.StartForTest(t)
 	ctx := context.Background()
 	users := userRoleNames(t, objs)

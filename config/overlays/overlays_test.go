@@ -9,10 +9,8 @@
 package overlays_test
 
 import (
-	"bytes"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -31,6 +29,7 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/manifests"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // The names the manifests give the manager's objects.
@@ -66,14 +65,10 @@ func kustomizations(t *testing.T) []string {
 }
 
 func TestOverlays(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not found: these tests render the kustomizations with `kubectl kustomize`")
-	}
 	for _, dir := range kustomizations(t) {
 		t.Run(dir, func(t *testing.T) {
 			components, optional := listedComponents(t, filepath.Join("..", dir))
-			objs := render(t, kubectl, filepath.Join("..", dir))
+			objs := testenv.Kustomize(t, filepath.Join("..", dir))
 			if len(components) == 0 {
 				// Namespaced: the controllers are those --controllers names.
 				components = selectedGroups(t, objs)
@@ -159,23 +154,6 @@ func listedComponents(t *testing.T, dir string) (controllerComponents, optional 
 	sort.Strings(controllerComponents)
 	sort.Strings(optional)
 	return controllerComponents, optional
-}
-
-// render runs `kubectl kustomize dir` and decodes the objects.
-func render(t *testing.T, kubectl, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	cmd := exec.Command(kubectl, "kustomize", dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
-	}
-	objs, err := manifests.Decode(out)
-	if err != nil {
-		t.Fatalf("decoding the output of kubectl kustomize %s: %v", dir, err)
-	}
-	return objs
 }
 
 // find returns the objects of kind, converted to T.

@@ -1,7 +1,6 @@
 package build_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/switchboard/internal/manifests"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -123,7 +121,7 @@ func TestInstallAndDeployTargets(t *testing.T) {
 
 	const img = "registry.example.com/team/switchboard@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	mustMake("deploy", "IMG="+img)
-	want := renderDefault(t)
+	want := testenv.Kustomize(t, filepath.Join(root, "config", "default"))
 	for _, obj := range want {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(obj.GroupVersionKind())
@@ -142,23 +140,6 @@ func TestInstallAndDeployTargets(t *testing.T) {
 	mustMake("undeploy")
 	testenv.Eventually(t, time.Minute, func() error { return gone(ctx, env.Client, append(crdObjects(crds), &deployment)...) })
 	mustMake("undeploy", "ignore-not-found=true")
-}
-
-// renderDefault returns the objects of config/default.
-func renderDefault(t *testing.T) []*unstructured.Unstructured {
-	t.Helper()
-	cmd := exec.Command("kubectl", "kustomize", filepath.Join(root, "config", "default"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize config/default: %v\n%s", err, stderr.String())
-	}
-	objs, err := manifests.Decode(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
 }
 
 // crdObjects returns CRDs by name, to look up (unstructured: the test kit's client knows the
