@@ -101,6 +101,9 @@ func LoadDashboard(path string) (*Dashboard, error) {
 	return &d, nil
 }
 
+// legendVariable is a {{label}} of a legend format.
+var legendVariable = regexp.MustCompile(`\{\{\s*[a-zA-Z_][a-zA-Z0-9_]*\s*\}\}`)
+
 // variableRef is a reference to a dashboard variable in a query: $name or ${name}.
 var variableRef = regexp.MustCompile(`\$\{(\w+)\}|\$(\w+)`)
 
