@@ -63,6 +63,25 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the u
 docs: ## Generate the reference pages of docs/reference (flags, annotations, API) from the code.
 	go run ./hack/docgen -out docs/reference
 
+# The picture of the Grafana dashboard in docs/operations/dashboards.md, drawn from real data
+# without Grafana: hack/dashboard records two replicas at work on a local cluster (the families
+# the dashboard reads, scraped every 10 s) into DASHBOARD_CAPTURE, and test/monitoring/picture
+# stores the scrapes in a Prometheus TSDB and plots Prometheus's answers to each panel's queries.
+# A test of test/monitoring fails when the picture is not the one the capture and the dashboard
+# give: after changing the dashboard, `make dashboard-picture` (and `make dashboard-capture`
+# first when it reads a metric the capture lacks).
+DASHBOARD_CAPTURE ?= test/monitoring/testdata/scrapes.txt.gz
+
+.PHONY: dashboard-capture
+dashboard-capture: build $(LOCALCLUSTER_BINS) ## Record two replicas at work on a local cluster for the dashboard's picture (about 15 minutes).
+	@mkdir -p $(LOCALBIN)/dashboard
+	go run ./hack/dashboard -manager=$(MANAGER) -out=$(LOCALBIN)/dashboard/scrapes.txt -families=$$(cd test/monitoring && go run ./picture -families)
+	gzip -9 -n -c $(LOCALBIN)/dashboard/scrapes.txt > $(DASHBOARD_CAPTURE)
+
+.PHONY: dashboard-picture
+dashboard-picture: ## Draw docs/operations/dashboard.png from the dashboard and the capture of `make dashboard-capture`.
+	cd test/monitoring && go run ./picture -capture=$(abspath $(DASHBOARD_CAPTURE)) -out=../../docs/operations/dashboard.png
+
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
 	gofmt -l -w $$(git ls-files '*.go')

@@ -21,7 +21,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -59,17 +58,9 @@ const (
 	deploymentName   = "switchboard-controller-manager"
 	// workNamespace holds the workloads.
 	workNamespace = "shop"
-	// triggerToken is the HTTP trigger's bearer token.
-	triggerToken = "dashboard-capture"
 	// fieldManager writes the capture's own objects.
 	fieldManager = "dashboard-capture"
 )
-
-// keptFamilies are the prefixes of the metric families the file keeps: those of Switchboard,
-// controller-runtime, its work queues, the API client's requests and the process's CPU and
-// memory. The Go runtime's and client-go's latency histograms would make it ten times larger.
-var keptFamilies = []string{"switchboard_", "controller_runtime_", "workqueue_", "leader_election_", "certwatcher_",
-	"rest_client_requests_total", "process_cpu_seconds_total", "process_resident_memory_bytes"}
 
 func main() {
 	root := flag.String("root", ".", "the repository's root")
@@ -77,8 +68,10 @@ func main() {
 	manager := flag.String("manager", "", "manager binary; empty builds it as `make build` does")
 	duration := flag.Duration("duration", 12*time.Minute, "how long the replicas work once the cluster is up")
 	interval := flag.Duration("scrape-interval", 10*time.Second, "time between two scrapes of each replica")
+	families := flag.String("families", "", "comma-separated metric families to keep (a histogram by its name); empty keeps every one. `go run ./picture -families` in test/monitoring lists the dashboard's")
 	flag.Parse()
-	if err := run(*root, *out, *manager, *duration, *interval); err != nil {
+	keep := familyFilter(*families)
+	if err := run(*root, *out, *manager, *duration, *interval, keep); err != nil {
 		fmt.Fprintln(os.Stderr, "dashboard:", err)
 		os.Exit(1)
 	}
@@ -97,17 +90,20 @@ type capture struct {
 
 	mu  sync.Mutex
 	out *bufio.Writer
+	// keep says which lines of a scraped page the file keeps.
+	keep func(line string) bool
 }
 
-// replica is one manager process and its addresses.
+// replica is one manager process, its metrics address and its HTTP trigger.
 type replica struct {
-	name             string
-	metrics, trigger string
-	args             []string
-	process          *testenv.Process
+	name    string
+	metrics string
+	trigger *testenv.Trigger
+	args    []string
+	process *testenv.Process
 }
 
-func run(root, out, manager string, duration, interval time.Duration) error {
+func run(root, out, manager string, duration, interval time.Duration, keep func(string) bool) error {
 	dir, err := os.MkdirTemp("", "dashboard-capture")
 	if err != nil {
 		return err
@@ -143,7 +139,7 @@ func run(root, out, manager string, duration, interval time.Duration) error {
 		return err
 	}
 	defer f.Close()
-	cp := &capture{root: root, cluster: c, client: cl, manager: manager, out: bufio.NewWriter(f), replicas: map[string]*replica{}}
+	cp := &capture{root: root, cluster: c, client: cl, manager: manager, out: bufio.NewWriter(f), keep: keep, replicas: map[string]*replica{}}
 	if err := cp.install(ctx, dir); err != nil {
 		return err
 	}
@@ -197,10 +193,11 @@ func (cp *capture) install(ctx context.Context, dir string) error {
 	if err := cp.apply(ctx, namespace(workNamespace)); err != nil {
 		return err
 	}
-	// The CRDs were just created: wait until the API server applies their kinds (server-side
-	// apply needs their schema, which comes a little after the CRD is served).
+	// The CRDs and the MyApp finalizer policy were just created: wait until the API server sets
+	// the finalizer of a new MyApp (the policy's admission needs the CRD's schema, which comes a
+	// little after the CRD is served), and applies VerticalScalers.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
-		err := cp.apply(ctx, myApp(0), client.DryRunAll)
+		err := testenv.FinalizerSetAtCreation(ctx, cp.client, workNamespace)
 		if err == nil {
 			err = cp.apply(ctx, verticalScaler(0), client.DryRunAll)
 		}
@@ -231,23 +228,21 @@ func (cp *capture) startReplicas(dir string) error {
 	if err := testenv.WriteKubeconfig(kubeconfig, cfg, managerNamespace); err != nil {
 		return err
 	}
-	tokenFile := filepath.Join(dir, "trigger-token")
-	if err := os.WriteFile(tokenFile, []byte(triggerToken), 0o600); err != nil {
-		return err
-	}
 	for _, name := range []string{"switchboard-a", "switchboard-b"} {
 		r := &replica{name: name}
 		if r.metrics, err = testenv.LoopbackAddress(); err != nil {
 			return err
 		}
-		if r.trigger, err = testenv.LoopbackAddress(); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o700); err != nil {
 			return err
 		}
-		r.args = append(append([]string{}, cp.args...),
+		if r.trigger, err = testenv.NewTriggerIn(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		r.args = append(append(append([]string{}, cp.args...),
 			"--kubeconfig="+kubeconfig, "--leader-election-namespace="+managerNamespace,
 			"--metrics-bind-address="+r.metrics, "--metrics-secure=false", "--health-probe-bind-address=0",
-			"--trigger-bind-address="+r.trigger, "--trigger-token-file="+tokenFile,
-			"--source-buffer-size=8", "--usage-interval=15s", "--resync-interval=3m")
+			"--source-buffer-size=8", "--usage-interval=15s", "--resync-interval=3m"), r.trigger.Args...)
 		if err := r.start(cp.manager); err != nil {
 			return err
 		}
@@ -302,28 +297,49 @@ func (cp *capture) scrape(ctx context.Context, r *replica) {
 	}
 	fmt.Fprintf(cp.out, "# SCRAPE %s %d\n", r.name, at.UnixMilli())
 	for _, line := range strings.Split(page, "\n") {
-		if kept(line) {
+		if cp.keep(line) {
 			fmt.Fprintln(cp.out, line)
 		}
 	}
 }
 
-// kept says whether a line of a metrics page belongs to a kept family.
-func kept(line string) bool {
-	name := line
-	if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
-		name = rest
-	} else if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-		name = rest
-	} else if strings.HasPrefix(line, "#") || line == "" {
-		return false
-	}
-	for _, prefix := range keptFamilies {
-		if strings.HasPrefix(name, prefix) {
-			return true
+// familyFilter returns what keeps the lines of a metrics page that belong to the families listed
+// (comma-separated; every family when none is): their samples (a histogram's _bucket, _sum and
+// _count too) and their HELP and TYPE lines.
+func familyFilter(list string) func(line string) bool {
+	families := map[string]bool{}
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			families[f] = true
 		}
 	}
-	return false
+	return func(line string) bool {
+		if line == "" {
+			return false
+		}
+		name := line
+		if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
+			name = rest
+		} else if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name = rest
+		} else if strings.HasPrefix(line, "#") {
+			return false
+		}
+		if len(families) == 0 {
+			return true
+		}
+		name, _, _ = strings.Cut(name, " ")
+		name, _, _ = strings.Cut(name, "{")
+		if families[name] {
+			return true
+		}
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if base, ok := strings.CutSuffix(name, suffix); ok && families[base] {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 func get(ctx context.Context, url string) (string, error) {
@@ -446,7 +462,7 @@ func (cp *capture) changeSomething(ctx context.Context, n int) error {
 // triggerBurst posts every MyApp and VerticalScaler, ten times over, to each replica's HTTP
 // trigger in one request per controller: more than the buffers of 8 hold, so that some are
 // dropped; a standby replica refuses them.
-func (cp *capture) triggerBurst(ctx context.Context) error {
+func (cp *capture) triggerBurst(context.Context) error {
 	type target struct {
 		Namespace string `json:"namespace"`
 		Name      string `json:"name"`
@@ -461,21 +477,10 @@ func (cp *capture) triggerBurst(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the replica's self-signed trigger certificate
 	for _, r := range cp.replicas {
 		for _, controller := range []string{"myapp", "verticalscaler"} {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+r.trigger+"/trigger/"+controller, bytes.NewReader(body))
-			if err != nil {
-				return err
-			}
-			req.Header.Set("Authorization", "Bearer "+triggerToken)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := insecure.Do(req)
-			if err != nil {
-				// The replica may be down (killed): the burst goes to the others.
-				continue
-			}
-			resp.Body.Close()
+			// A replica that is down (killed) does not answer: the burst goes to the others.
+			_, _, _ = r.trigger.Post(controller, testenv.TriggerToken, string(body))
 		}
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -37,30 +38,51 @@ func main() {
 	root := flag.String("root", filepath.Join("..", ".."), "the repository's root")
 	capture := flag.String("capture", filepath.Join("..", "..", "bin", "dashboard", "scrapes.txt"), "file of scrapes written by hack/dashboard")
 	out := flag.String("out", filepath.Join("..", "..", "docs", "operations", "dashboard.png"), "PNG to write")
-	width := flag.Float64("width", 1500, "width of the picture, in points (a point is 4/3 of a pixel at 96 DPI)")
-	points := flag.Int("points", 150, "about how many points each series has: the query step is the capture's length over this")
+	width := flag.Float64("width", defaultWidth, "width of the picture, in points (a point is 4/3 of a pixel at 96 DPI)")
+	points := flag.Int("points", defaultPoints, "about how many points each series has: the query step is the capture's length over this")
+	families := flag.Bool("families", false, "print the metric families the dashboard reads, comma-separated (for hack/dashboard -families), and exit")
 	flag.Parse()
+	if *families {
+		list, err := dashboardFamilies(*root)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "picture:", err)
+			os.Exit(1)
+		}
+		fmt.Println(strings.Join(list, ","))
+		return
+	}
 	// Grafana's sans-serif, not gonum's default serif.
 	plot.DefaultFont.Variant = "Sans"
-	if err := run(*root, *capture, *out, vg.Length(*width), *points); err != nil {
+	empty, err := run(*root, *capture, *out, vg.Length(*width), *points)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "picture:", err)
 		os.Exit(1)
 	}
+	if len(empty) > 0 {
+		fmt.Fprintf(os.Stderr, "picture: no data in the capture for the panels %s\n", strings.Join(empty, ", "))
+	}
 }
 
-func run(root, capturePath, out string, width vg.Length, points int) error {
+// Defaults of the flags, which the picture in the docs is drawn with.
+const (
+	defaultWidth  = 1500
+	defaultPoints = 150
+)
+
+// run draws the picture into out, and returns the titles of the panels without data.
+func run(root, capturePath, out string, width vg.Length, points int) ([]string, error) {
 	d, err := monitoring.LoadDashboard(filepath.Join(root, monitoring.DashboardFile))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "picture-tsdb")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	c, err := monitoring.LoadCapture(capturePath, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.DB.Close()
 	q := query{capture: c, engine: monitoring.NewEngine()}
@@ -75,6 +97,7 @@ func run(root, capturePath, out string, width vg.Length, points int) error {
 	img := vgimg.NewWith(vgimg.UseWH(layout.width, layout.height), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))
 	canvas := draw.New(img)
 	drawHeader(canvas, layout, d, c, q)
+	var empty []string
 	for _, p := range d.Panels {
 		area := layout.panel(canvas, p.GridPos)
 		switch p.Type {
@@ -83,22 +106,55 @@ func run(root, capturePath, out string, width vg.Length, points int) error {
 		case "timeseries", "state-timeline":
 			series, err := q.panel(p)
 			if err != nil {
-				return fmt.Errorf("panel %q: %w", p.Title, err)
+				return nil, fmt.Errorf("panel %q: %w", p.Title, err)
 			}
-			drawPanel(area, p, series, q, c)
+			if !drawPanel(area, p, series, q, c) {
+				empty = append(empty, p.Title)
+			}
 		default:
-			return fmt.Errorf("panel %q: cannot draw a %s panel", p.Title, p.Type)
+			return nil, fmt.Errorf("panel %q: cannot draw a %s panel", p.Title, p.Type)
 		}
 	}
 	f, err := os.Create(out)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
-	return f.Close()
+	return empty, f.Close()
+}
+
+// dashboardFamilies returns the metric families the dashboard's queries select, a histogram's
+// _bucket series by the histogram's name, sorted.
+func dashboardFamilies(root string) ([]string, error) {
+	d, err := monitoring.LoadDashboard(filepath.Join(root, monitoring.DashboardFile))
+	if err != nil {
+		return nil, err
+	}
+	p := parser.NewParser(parser.Options{})
+	var out []string
+	for _, panel := range d.Panels {
+		for _, target := range panel.Targets {
+			text, err := monitoring.Expand(target.Expr, time.Minute, map[string]string{"job": monitoring.TargetJob, "controller": ".*"})
+			if err != nil {
+				return nil, err
+			}
+			expr, err := p.ParseExpr(text)
+			if err != nil {
+				return nil, fmt.Errorf("panel %q: %w", panel.Title, err)
+			}
+			for _, name := range monitoring.SelectedMetrics(expr) {
+				name = strings.TrimSuffix(name, "_bucket")
+				if !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // query asks Prometheus's engine a panel's queries over the capture, as Grafana would.
@@ -209,8 +265,9 @@ func drawRow(c draw.Canvas, title string) {
 	c.FillText(textStyle(12, ink, true), vg.Point{X: c.Min.X, Y: c.Min.Y + 4}, title)
 }
 
-// drawPanel draws a panel's frame, its title, its series and their legend.
-func drawPanel(c draw.Canvas, p monitoring.Panel, all []series, q query, capture *monitoring.Capture) {
+// drawPanel draws a panel's frame, its title, its series and their legend, or "No data" as
+// Grafana does (and returns false) when no series has a value.
+func drawPanel(c draw.Canvas, p monitoring.Panel, all []series, q query, capture *monitoring.Capture) bool {
 	frame := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}}
 	c.FillPolygon(panelFill, frame)
 	c.StrokeLines(draw.LineStyle{Color: border, Width: 0.8}, append(frame, frame[0]))
@@ -227,7 +284,7 @@ func drawPanel(c draw.Canvas, p monitoring.Panel, all []series, q query, capture
 		msg := textStyle(11, faint, false)
 		msg.XAlign, msg.YAlign = draw.XCenter, draw.YCenter
 		inner.FillText(msg, vg.Point{X: (inner.Min.X + inner.Max.X) / 2, Y: (inner.Min.Y + inner.Max.Y) / 2}, "No data")
-		return
+		return false
 	}
 	var plotArea draw.Canvas
 	if p.Type == "state-timeline" {
@@ -259,6 +316,7 @@ func drawPanel(c draw.Canvas, p monitoring.Panel, all []series, q query, capture
 		}
 	}
 	pl.Draw(plotArea)
+	return true
 }
 
 // timeTicks marks the time axis every round number of minutes (or seconds, for a short
