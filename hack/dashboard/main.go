@@ -286,9 +286,13 @@ func (cp *capture) scrapeEvery(ctx context.Context, interval time.Duration) {
 // kept families' lines, or "# SCRAPE <replica> <unix ms> down" when the scrape failed.
 func (cp *capture) scrape(ctx context.Context, r *replica) {
 	at := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	scrapeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	page, err := get(ctx, "http://"+r.metrics+"/metrics")
+	page, err := get(scrapeCtx, "http://"+r.metrics+"/metrics")
+	if ctx.Err() != nil {
+		// The capture is over, not the replica.
+		return
+	}
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	if err != nil {

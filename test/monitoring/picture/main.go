@@ -51,8 +51,6 @@ func main() {
 		fmt.Println(strings.Join(list, ","))
 		return
 	}
-	// Grafana's sans-serif, not gonum's default serif.
-	plot.DefaultFont.Variant = "Sans"
 	empty, err := run(*root, *capture, *out, vg.Length(*width), *points)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "picture:", err)
@@ -71,6 +69,8 @@ const (
 
 // run draws the picture into out, and returns the titles of the panels without data.
 func run(root, capturePath, out string, width vg.Length, points int) ([]string, error) {
+	// Grafana's sans-serif, not gonum's default serif.
+	plot.DefaultFont.Variant = "Sans"
 	d, err := monitoring.LoadDashboard(filepath.Join(root, monitoring.DashboardFile))
 	if err != nil {
 		return nil, err
