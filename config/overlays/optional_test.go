@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // metricsService names the manager's metrics Service.
@@ -91,7 +93,7 @@ func checkCertManager(t *testing.T, objs []*unstructured.Unstructured) {
 	if path == "" {
 		t.Fatal("the certmanager component is listed, yet the manager has no --metrics-cert-path")
 	}
-	opts := managerOptions(t, container.Args)
+	opts, _ := testenv.ManagerOptions(t, container.Args)
 	var mount *corev1.VolumeMount
 	for i, m := range container.VolumeMounts {
 		if m.MountPath == path {

@@ -9,7 +9,6 @@
 package overlays_test
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -575,7 +574,7 @@ func checkReplicas(t *testing.T, objs []*unstructured.Unstructured) {
 	if d == nil {
 		t.Fatalf("no Deployment %s", deployment)
 	}
-	opts := managerOptions(t, managerContainer(t, objs).Args)
+	opts, _ := testenv.ManagerOptions(t, managerContainer(t, objs).Args)
 	replicas := int32(1)
 	if d.Spec.Replicas != nil {
 		replicas = *d.Spec.Replicas
@@ -620,26 +619,10 @@ func checkHA(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("Deployment replicas %v, want 3", d.Spec.Replicas)
 		}
 	}
-	opts := managerOptions(t, managerContainer(t, objs).Args)
+	opts, _ := testenv.ManagerOptions(t, managerContainer(t, objs).Args)
 	if !opts.LeaderElect || opts.LeaderElectScope != controllers.ScopeController {
 		t.Errorf("--leader-elect %v --leader-elect-scope %q, want a Lease per controller group", opts.LeaderElect, opts.LeaderElectScope)
 	}
-}
-
-// managerOptions parses the manager's args with its own flags and validation.
-func managerOptions(t *testing.T, args []string) *controllers.Options {
-	t.Helper()
-	table := controllers.Table()
-	opts := controllers.NewOptions()
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	opts.BindFlags(fs, table)
-	if err := fs.Parse(args); err != nil {
-		t.Fatalf("the manager refuses its args %q: %v", args, err)
-	}
-	if _, err := opts.Resolve(table); err != nil {
-		t.Fatalf("the manager refuses its args %q: %v", args, err)
-	}
-	return opts
 }
 
 func sortedCopy(s []string) []string {

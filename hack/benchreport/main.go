@@ -65,6 +65,7 @@ var targets = []Target{
 	{"BenchmarkRecommenderMemory", "KiB/container", "verticalscaler recommender memory per tracked container, histograms and per-Pod state included, 10,000 VerticalScalers x 2 containers x 2 Pods after a day of reads (issue 17)", true, 2},
 	{"BenchmarkReplicas/scope=controller", "takeover-s", "SIGKILL of the myapp leader to the first myapp reconcile on another of 3 replicas, a Lease per controller, warm standby, lease duration 4 s, 1,000 MyApps and VerticalScalers: at most the lease duration and 2 s (issue 18)", true, 6},
 	{"BenchmarkSummary", "cpu-MB/s", "manager logs summary throughput per CPU-second, one core, generated log (issue 7)", false, 300},
+	{"BenchmarkImage", "x-binary", "compressed image a node pulls for linux/amd64 (manifest, configuration, layer) / the stripped manager binary, make image (issue 26)", true, 1.05},
 	{"BenchmarkSummary", "peak-MiB", "manager logs summary peak RSS of a process running the analyzer alone (the manager binary adds its own pages: see issue 7 notes)", true, 50},
 }
 
