@@ -86,6 +86,9 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the u
 		mkdir -p $(CHART)/files/components/$$c && cp -R config/components/$$c/rbac $(CHART)/files/components/$$c/; \
 		if [ -d config/components/$$c/crd ]; then cp -R config/components/$$c/crd $(CHART)/files/components/$$c/; fi; \
 	done
+	mkdir -p $(CHART)/files/alerts $(CHART)/files/grafana
+	cp config/alerts/alerts.yaml $(CHART)/files/alerts/
+	cp config/grafana/switchboard.json $(CHART)/files/grafana/
 
 .PHONY: docs
 docs: ## Generate the reference pages of docs/reference (flags, annotations, API) from the code.
