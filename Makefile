@@ -143,7 +143,7 @@ test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suit
 CONTROLLER_PKGS = $(filter-out internal,$(notdir $(patsubst %/,%,$(wildcard controllers/*/))))
 
 # Go modules of their own that `make lint` checks too, with the same configuration.
-LINT_MODULES ?= hack/release test/helm
+LINT_MODULES ?= hack/release test/helm test/monitoring
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, revive, ..., and who may import whom.

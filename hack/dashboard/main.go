@@ -103,12 +103,12 @@ type replica struct {
 	process *testenv.Process
 }
 
-func run(root, out, manager string, duration, interval time.Duration, keep func(string) bool) error {
+func run(root, out, manager string, duration, interval time.Duration, keep func(string) bool) (err error) {
 	dir, err := os.MkdirTemp("", "dashboard-capture")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 	if manager == "" {
 		manager = filepath.Join(dir, "manager")
 		if err := testenv.Build(".", manager); err != nil {
@@ -126,7 +126,7 @@ func run(root, out, manager string, duration, interval time.Duration, keep func(
 	if err != nil {
 		return fmt.Errorf("starting the local cluster: %w", err)
 	}
-	defer c.Stop()
+	defer func() { err = errors.Join(err, c.Stop()) }()
 	cl, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
 	if err != nil {
 		return err
@@ -138,9 +138,9 @@ func run(root, out, manager string, duration, interval time.Duration, keep func(
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	cp := &capture{root: root, cluster: c, client: cl, manager: manager, out: bufio.NewWriter(f), keep: keep, replicas: map[string]*replica{}}
-	if err := cp.install(ctx, dir); err != nil {
+	if err := cp.install(ctx); err != nil {
 		return err
 	}
 	if err := cp.startReplicas(dir); err != nil {
@@ -165,7 +165,7 @@ func run(root, out, manager string, duration, interval time.Duration, keep func(
 }
 
 // install applies config/overlays/ha but its Deployment, and the namespace of the workloads.
-func (cp *capture) install(ctx context.Context, dir string) error {
+func (cp *capture) install(ctx context.Context) error {
 	cmd := exec.Command("kubectl", "kustomize", filepath.Join(cp.root, "config", "overlays", "ha"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -65,18 +65,17 @@ func LoadCapture(path, dir string) (*Capture, error) {
 	}
 	c := &Capture{DB: db}
 	if err := c.load(data); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, errors.Join(fmt.Errorf("%s: %w", path, err), db.Close())
 	}
 	return c, nil
 }
 
-func readMaybeGzipped(path string) ([]byte, error) {
+func readMaybeGzipped(path string) (_ []byte, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
 		gz, err := gzip.NewReader(f)

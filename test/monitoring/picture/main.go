@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"image/color"
@@ -68,7 +69,7 @@ const (
 )
 
 // run draws the picture into out, and returns the titles of the panels without data.
-func run(root, capturePath, out string, width vg.Length, points int) ([]string, error) {
+func run(root, capturePath, out string, width vg.Length, points int) (empty []string, err error) {
 	// Grafana's sans-serif, not gonum's default serif.
 	plot.DefaultFont.Variant = "Sans"
 	d, err := monitoring.LoadDashboard(filepath.Join(root, monitoring.DashboardFile))
@@ -79,12 +80,12 @@ func run(root, capturePath, out string, width vg.Length, points int) ([]string, 
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 	c, err := monitoring.LoadCapture(capturePath, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer c.DB.Close()
+	defer func() { err = errors.Join(err, c.DB.Close()) }()
 	q := query{capture: c, engine: monitoring.NewEngine()}
 	scrape := c.Interval.Round(time.Second)
 	q.step = max(scrape, (c.End.Sub(c.Start) / time.Duration(points)).Round(time.Second))
@@ -97,7 +98,6 @@ func run(root, capturePath, out string, width vg.Length, points int) ([]string, 
 	img := vgimg.NewWith(vgimg.UseWH(layout.width, layout.height), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))
 	canvas := draw.New(img)
 	drawHeader(canvas, layout, d, c, q)
-	var empty []string
 	for _, p := range d.Panels {
 		area := layout.panel(canvas, p.GridPos)
 		switch p.Type {
@@ -119,11 +119,8 @@ func run(root, capturePath, out string, width vg.Length, points int) ([]string, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return empty, f.Close()
+	_, err = (vgimg.PngCanvas{Canvas: img}).WriteTo(f)
+	return empty, errors.Join(err, f.Close())
 }
 
 // dashboardFamilies returns the metric families the dashboard's queries select, a histogram's
@@ -397,7 +394,7 @@ func addLines(pl *plot.Plot, s series, clr color.Color, step time.Duration) {
 		}
 		if len(run) == 1 {
 			if dots, err := plotter.NewScatter(run); err == nil {
-				dots.GlyphStyle.Color, dots.GlyphStyle.Radius = clr, 1
+				dots.Color, dots.Radius = clr, 1
 				pl.Add(dots)
 			}
 		} else if line, err := plotter.NewLine(run); err == nil {
