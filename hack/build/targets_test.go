@@ -14,9 +14,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -100,13 +102,13 @@ func TestInstallAndDeployTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	kube := []string{"KUBECONFIG=" + kubeconfig}
+	crds := []string{"myapps.app.example.com", "verticalscalercheckpoints.app.example.com", "verticalscalers.app.example.com"}
 	mustMake := func(args ...string) {
 		t.Helper()
 		if out, err := runMake(t, kube, args...); err != nil {
-			t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+			t.Fatalf("make %s: %v\n%s\nthe CRDs then: %s", strings.Join(args, " "), err, out, describe(ctx, env.Client, crdObjects(crds)))
 		}
 	}
-	crds := []string{"myapps.app.example.com", "verticalscalercheckpoints.app.example.com", "verticalscalers.app.example.com"}
 
 	// testenv.Start installed the CRDs.
 	mustMake("uninstall")
@@ -121,6 +123,17 @@ func TestInstallAndDeployTargets(t *testing.T) {
 			t.Errorf("after make install: %v", err)
 		}
 	}
+	// Until the API server's cache of a new CRD's objects has started, deleting the CRD stays
+	// stuck ("could not list instances: storage is (re)initializing"): a user does not undeploy
+	// within seconds of installing, this test would.
+	testenv.Eventually(t, time.Minute, func() error {
+		for _, list := range []client.ObjectList{&v1alpha1.MyAppList{}, &v1alpha1.VerticalScalerList{}, &v1alpha1.VerticalScalerCheckpointList{}} {
+			if err := env.Client.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 
 	const img = "registry.example.com/team/switchboard@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	mustMake("deploy", "IMG="+img)
@@ -156,6 +169,22 @@ func crdObjects(names []string) []client.Object {
 		out = append(out, crd)
 	}
 	return out
+}
+
+// describe says, for a failure's message, whether each of objs exists, and its finalizers and
+// conditions when it does.
+func describe(ctx context.Context, c client.Client, objs []client.Object) string {
+	var out []string
+	for _, obj := range objs {
+		u := obj.(*unstructured.Unstructured)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", u.GetName(), err))
+			continue
+		}
+		conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		out = append(out, fmt.Sprintf("%s: deleted %v, finalizers %v, conditions %v", u.GetName(), u.GetDeletionTimestamp(), u.GetFinalizers(), conditions))
+	}
+	return strings.Join(out, "; ")
 }
 
 // gone returns an error naming the first of objs that still exists.
