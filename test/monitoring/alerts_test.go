@@ -78,6 +78,18 @@ var alertCases = map[string][]alertCase{
 		{"sent only", `switchboard_source_events_total{` + target + `, source="http", controller="myapp", result="sent"} 0+1x80
 			switchboard_source_events_total{` + target + `, source="http", controller="myapp", result="dropped"} 0x80`, false},
 	},
+	"SwitchboardRollsFailing": {
+		// Backoff doubles from 5 ms to about 17 minutes; a resync every 10 minutes retries too: the
+		// counter then grows at least every 10 minutes.
+		{"a roll that keeps failing", `controller_runtime_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0 11 12 13 14 15 15x3 16 16x8 17 17x38 18 18x38 19 19x38 20 20x38 21 21x38 22
+			controller_runtime_terminal_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0x240`, true},
+		{"one failure, then a roll", `controller_runtime_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0x10 1x230
+			controller_runtime_terminal_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0x240`, false},
+		{"bad specs only", `controller_runtime_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0+1x240
+			controller_runtime_terminal_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0+1x240`, false},
+		{"another controller's errors", `controller_runtime_reconcile_errors_total{` + target + `, controller="myapp"} 0+1x240
+			controller_runtime_terminal_reconcile_errors_total{` + target + `, controller="myapp"} 0x240`, false},
+	},
 	"SwitchboardMetricsAPIUnavailable": {
 		{"every read fails", `switchboard_verticalscaler_metrics_api_reads_total{` + target + `, result="error"} 0+1x80
 			switchboard_verticalscaler_metrics_api_reads_total{` + target + `, result="success"} 20x80`, true},
