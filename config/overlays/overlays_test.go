@@ -5,7 +5,11 @@
 // the common ones, and the CRDs are those of the controllers' kinds (primary, and kept:
 // checkpoints). An overlay without components (config/overlays/namespaced) grants its
 // controllers' generated rules as Roles in each namespace of --watch-namespaces instead of
-// ClusterRoles. In every one, no ClusterRole but the configmapwatcher's may read Secrets.
+// ClusterRoles. In every one, no ClusterRole but the configmapwatcher's may read Secrets, each kind
+// served has its admin, editor and viewer roles for users, aggregated to the built-in roles and
+// bound to nothing (roles_test.go), and the optional components it lists (config/certmanager,
+// config/alerts, config/grafana) fit together (optional_test.go). aggregation_test.go runs the
+// aggregation on an API server.
 package overlays_test
 
 import (

@@ -23,7 +23,10 @@
 //     WriteKubeconfig, StartProcess, RunProcess, Process): errors from its methods, so that
 //     programs without a testing.T use it too;
 //   - polling (Poll, Eventually), free ports (FreeAddress), the API server's own counters
-//     (Env.APIWrites, Env.APIServerCPUSeconds) and benchmark sizes (BenchSetting).
+//     (Env.APIWrites, Env.APIServerCPUSeconds) and benchmark sizes (BenchSetting);
+//   - a control plane of a test's own (StartForTest), kube-controller-manager's controllers
+//     against it (Env.RunControllerManager), and kustomizations rendered as users apply them
+//     (Kustomize).
 //
 // The go-cmp comparer for resource.Quantity is compare.Quantities in
 // controllers/internal/compare, because the controllers themselves use it to decide whether to
