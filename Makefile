@@ -86,10 +86,32 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the u
 		mkdir -p $(CHART)/files/components/$$c && cp -R config/components/$$c/rbac $(CHART)/files/components/$$c/; \
 		if [ -d config/components/$$c/crd ]; then cp -R config/components/$$c/crd $(CHART)/files/components/$$c/; fi; \
 	done
+	mkdir -p $(CHART)/files/alerts $(CHART)/files/grafana
+	cp config/alerts/alerts.yaml $(CHART)/files/alerts/
+	cp config/grafana/switchboard.json $(CHART)/files/grafana/
 
 .PHONY: docs
 docs: ## Generate the reference pages of docs/reference (flags, annotations, API) from the code.
 	go run ./hack/docgen -out docs/reference
+
+# The picture of the Grafana dashboard in docs/operations/dashboards.md, drawn from real data
+# without Grafana: hack/dashboard records two replicas at work on a local cluster (the families
+# the dashboard reads, scraped every 10 s) into DASHBOARD_CAPTURE, and test/monitoring/picture
+# stores the scrapes in a Prometheus TSDB and plots Prometheus's answers to each panel's queries.
+# A test of test/monitoring fails when the picture is not the one the capture and the dashboard
+# give: after changing the dashboard, `make dashboard-picture` (and `make dashboard-capture`
+# first when it reads a metric the capture lacks).
+DASHBOARD_CAPTURE ?= test/monitoring/testdata/scrapes.txt.gz
+
+.PHONY: dashboard-capture
+dashboard-capture: build $(LOCALCLUSTER_BINS) ## Record two replicas at work on a local cluster for the dashboard's picture (about 15 minutes).
+	@mkdir -p $(LOCALBIN)/dashboard
+	go run ./hack/dashboard -manager=$(MANAGER) -out=$(LOCALBIN)/dashboard/scrapes.txt -families=$$(cd test/monitoring && go run ./picture -families)
+	gzip -9 -n -c $(LOCALBIN)/dashboard/scrapes.txt > $(DASHBOARD_CAPTURE)
+
+.PHONY: dashboard-picture
+dashboard-picture: ## Draw docs/operations/dashboard.png from the dashboard and the capture of `make dashboard-capture`.
+	cd test/monitoring && go run ./picture -capture=$(abspath $(DASHBOARD_CAPTURE)) -out=../../docs/operations/dashboard.png
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -105,9 +127,11 @@ vet: ## Run go vet.
 # builds the manager's dependencies for linux/arm64, about 4 minutes on 2 cores); test/helm renders
 # the chart with the Helm SDK and compares it with the kustomize builds; test/reliability holds
 # the chaos and soak harnesses (toxiproxy, gonum/plot), whose fast tests are all `make test`
-# runs (the chaos run and the soak need a local cluster and skip themselves). The manager's go.mod
-# should carry none of these. go fetches their modules from the module proxy on the first run.
-TEST_MODULES ?= test/vpacompare hack/release test/helm test/reliability
+# runs (the chaos run and the soak need a local cluster and skip themselves); test/monitoring
+# checks the dashboard and the alerts with Prometheus's own PromQL parser and engine, and draws
+# the dashboard's picture. The manager's go.mod should carry none of these. go fetches their
+# modules from the module proxy on the first run.
+TEST_MODULES ?= test/vpacompare hack/release test/helm test/reliability test/monitoring
 
 .PHONY: test
 test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check, the test modules.
@@ -121,7 +145,7 @@ test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suit
 CONTROLLER_PKGS = $(filter-out internal,$(notdir $(patsubst %/,%,$(wildcard controllers/*/))))
 
 # Go modules of their own that `make lint` checks too, with the same configuration.
-LINT_MODULES ?= hack/release test/helm test/reliability
+LINT_MODULES ?= hack/release test/helm test/reliability test/monitoring
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, revive, ..., and who may import whom.
@@ -304,14 +328,58 @@ bundle: ## Write the OLM bundle into bundle/ from `kubectl kustomize` of config/
 localcluster: ## Build the local-cluster launcher of `make run` into bin/localcluster.
 	go build -o $(LOCALCLUSTER) ./hack/localcluster
 
+##@ Deployment
+
+# Kubebuilder's targets, for the cluster of the current kubeconfig (KUBECONFIG). IMG (Release,
+# above) is the manager's image: `make deploy` puts it in place of the one config/manager names
+# (MANIFEST_IMG), and `make docker-build docker-push` build and push it with Docker
+# (CONTAINER_TOOL: docker or podman) from the Dockerfile, which builds the manager as `make build`
+# does, stamped with the same version; `make image image-push` do the same without Docker.
+# hack/build's tests run each target (Docker's with a stand-in for it, the others on a real API
+# server).
+MANIFEST_IMG = ghcr.io/example/switchboard:v0.1.0
+CONTAINER_TOOL ?= docker
+KUBECTL ?= kubectl
+# What `make deploy` and `make undeploy` apply: config/default, or an overlay.
+DEPLOY_KUSTOMIZATION ?= config/default
+# ignore-not-found=true makes uninstall and undeploy quiet about objects already gone.
+ignore-not-found ?= false
+
+.PHONY: docker-build
+docker-build: ## Build the manager's image IMG with Docker (CONTAINER_TOOL) from the Dockerfile.
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg BUILD_DATE=$(BUILD_DATE) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the image IMG with Docker (CONTAINER_TOOL).
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: install
+install: ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Delete the CRDs, and with them every MyApp, VerticalScaler and checkpoint (ignore-not-found=true: no error for missing ones).
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
+
+# --server-side: the CRDs are too large for a client-side apply's annotation.
+.PHONY: deploy
+deploy: ## Deploy DEPLOY_KUSTOMIZATION (config/default) with the manager's image IMG to the cluster of the current kubeconfig.
+	$(KUBECTL) kustomize $(DEPLOY_KUSTOMIZATION) | sed 's|image: $(MANIFEST_IMG)$$|image: $(IMG)|' | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Delete what `make deploy` created, CRDs included (ignore-not-found=true: no error for missing ones).
+	$(KUBECTL) kustomize $(DEPLOY_KUSTOMIZATION) | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
 ##@ Tools
 
+# kube-controller-manager too: the test of the user roles runs its ClusterRole aggregation
+# controller, which envtest does not run.
 .PHONY: envtest-assets
-envtest-assets: ## Build etcd and kube-apiserver for envtest unless KUBEBUILDER_ASSETS has them.
-	@if [ -x "$(KUBEBUILDER_ASSETS)/kube-apiserver" ] && [ -x "$(KUBEBUILDER_ASSETS)/etcd" ]; then \
+envtest-assets: ## Build etcd, kube-apiserver and kube-controller-manager for envtest unless KUBEBUILDER_ASSETS has them.
+	@if [ -x "$(KUBEBUILDER_ASSETS)/kube-apiserver" ] && [ -x "$(KUBEBUILDER_ASSETS)/etcd" ] && [ -x "$(KUBEBUILDER_ASSETS)/kube-controller-manager" ]; then \
 		echo "envtest binaries: $(KUBEBUILDER_ASSETS)"; \
 	else \
-		$(MAKE) --no-print-directory $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd; \
+		$(MAKE) --no-print-directory $(K8S_BIN)/kube-apiserver $(K8S_BIN)/etcd $(K8S_BIN)/kube-controller-manager; \
 	fi
 
 # A cold build takes about 15 minutes on 2 cores; the Go build cache makes later ones quick.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/example/switchboard/internal/markdown"
 )
 
@@ -204,4 +206,59 @@ func declaredNames(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	return names
+}
+
+// runbookBase is where each alert's runbook_url points: its section of the alerts page, on
+// GitHub.
+const runbookBase = "https://github.com/example/switchboard/blob/main/docs/operations/alerts.md#"
+
+// TestAlertRunbooks: every alert of config/alerts has a runbook_url that points at a section of
+// docs/operations/alerts.md named after it, and every section named after an alert is one's.
+func TestAlertRunbooks(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("config", "alerts", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert       string            `json:"alert"`
+					Annotations map[string]string `json:"annotations"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &rule); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join("docs", "operations", "alerts.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := markdown.Parse(string(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := map[string]bool{}
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			anchor := markdown.Anchor(r.Alert)
+			alerts[anchor] = true
+			if got := r.Annotations["runbook_url"]; got != runbookBase+anchor {
+				t.Errorf("alert %s: runbook_url %q, want %s", r.Alert, got, runbookBase+anchor)
+			}
+			if !parsed.Anchors[anchor] {
+				t.Errorf("alert %s: docs/operations/alerts.md has no section ## %s", r.Alert, r.Alert)
+			}
+		}
+	}
+	if len(alerts) == 0 {
+		t.Fatal("config/alerts/alerts.yaml has no alerts")
+	}
+	for anchor := range parsed.Anchors {
+		if strings.HasPrefix(anchor, "switchboard") && !alerts[anchor] {
+			t.Errorf("docs/operations/alerts.md has a runbook #%s for no alert", anchor)
+		}
+	}
 }

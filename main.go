@@ -65,6 +65,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(exitUsage)
 	}
+	if err := opts.CheckMetricsCert(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 
 	// controller-runtime's logger, but whose sampling never drops a line that records a write
 	// and counts what it drops (package logging).

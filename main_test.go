@@ -135,6 +135,16 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestMissingMetricsCertFailsClearly: a --metrics-cert-path without the files stops the manager
+// before anything else, naming the file, instead of serving a self-signed certificate that a
+// verifying scraper refuses.
+func TestMissingMetricsCertFailsClearly(t *testing.T) {
+	code, _, stderr := runManager(t, "--metrics-cert-path=/nonexistent/certs", "--kubeconfig=/nonexistent/kubeconfig")
+	if code != 1 || !strings.Contains(stderr, "reading the metrics certificate /nonexistent/certs/tls.crt") {
+		t.Errorf("exit status %d, stderr:\n%s", code, stderr)
+	}
+}
+
 func TestLogsSubcommandIsDispatched(t *testing.T) {
 	code, _, stderr := runManager(t, "logs")
 	if code != 2 || !strings.Contains(stderr, "summary") || !strings.Contains(stderr, "trace") {

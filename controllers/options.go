@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -75,6 +76,9 @@ type Options struct {
 	Version                 bool
 	MetricsBindAddress      string
 	SecureMetrics           bool
+	MetricsCertPath         string
+	MetricsCertName         string
+	MetricsCertKey          string
 	EnableHTTP2             bool
 	HealthProbeBindAddress  string
 	LeaderElect             bool
@@ -109,6 +113,8 @@ func NewOptions() *Options {
 		Controllers:            "*",
 		MetricsBindAddress:     ":8443",
 		SecureMetrics:          true,
+		MetricsCertName:        "tls.crt",
+		MetricsCertKey:         "tls.key",
 		HealthProbeBindAddress: ":8081",
 		LeaderElectScope:       ScopeManager,
 		LeaseDuration:          DefaultLeaseDuration,
@@ -173,6 +179,9 @@ func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
 		section("Serving", func(fs *flag.FlagSet) {
 			fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint, ':8443' for HTTPS or ':8080' for HTTP; '0' turns it off.")
 			fs.BoolVar(&o.SecureMetrics, "metrics-secure", o.SecureMetrics, "Serve metrics over HTTPS with authentication and authorization by the API server.")
+			fs.StringVar(&o.MetricsCertPath, "metrics-cert-path", o.MetricsCertPath, "Directory holding the metrics endpoint's serving certificate and key (--metrics-cert-name, --metrics-cert-key), reloaded when they change, for example a cert-manager Secret's mount; empty serves a self-signed certificate generated at start.")
+			fs.StringVar(&o.MetricsCertName, "metrics-cert-name", o.MetricsCertName, "File name of the metrics endpoint's certificate in --metrics-cert-path.")
+			fs.StringVar(&o.MetricsCertKey, "metrics-cert-key", o.MetricsCertKey, "File name of the metrics endpoint's private key in --metrics-cert-path.")
 			fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Serve metrics over HTTP/2 too; off by default because of the HTTP/2 rapid reset and stream cancellation CVEs.")
 			fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; '0' turns them off.")
 		}),
@@ -352,7 +361,44 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 	if err := o.validateLeaderElection(); err != nil {
 		return Selection{}, err
 	}
+	if err := o.validateMetricsCert(); err != nil {
+		return Selection{}, err
+	}
 	return Selection{Controllers: selected, Concurrency: concurrency}, nil
+}
+
+// validateMetricsCert checks the flags of the metrics endpoint's certificate.
+func (o *Options) validateMetricsCert() error {
+	switch {
+	case o.MetricsCertPath == "":
+		return nil
+	case !o.SecureMetrics:
+		return errors.New("--metrics-cert-path needs --metrics-secure: a certificate is served over HTTPS only")
+	case o.MetricsCertName == "" || o.MetricsCertKey == "":
+		return errors.New("--metrics-cert-name and --metrics-cert-key must name files in --metrics-cert-path")
+	}
+	return nil
+}
+
+// CheckMetricsCert reads the metrics endpoint's certificate and key, when --metrics-cert-path
+// names them, and says what is wrong with them. controller-runtime's metrics server serves a
+// self-signed certificate when the files are missing, without a word: a scraper that verifies
+// the certificate would then fail on every scrape, far from the cause. Resolve checks the flags;
+// this checks the files, on the machine that runs the manager.
+func (o *Options) CheckMetricsCert() error {
+	if o.MetricsCertPath == "" {
+		return nil
+	}
+	certFile, keyFile := o.metricsCertFiles()
+	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+		return fmt.Errorf("--metrics-cert-path: reading the metrics certificate %s and key %s: %w", certFile, keyFile, err)
+	}
+	return nil
+}
+
+// metricsCertFiles returns the paths of the metrics endpoint's certificate and key.
+func (o *Options) metricsCertFiles() (certFile, keyFile string) {
+	return filepath.Join(o.MetricsCertPath, o.MetricsCertName), filepath.Join(o.MetricsCertPath, o.MetricsCertKey)
 }
 
 // validateLeaderElection checks the scope and the timing of leader election, with client-go's
@@ -447,6 +493,12 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 		BindAddress:   o.MetricsBindAddress,
 		SecureServing: o.SecureMetrics,
 		TLSOpts:       tlsOpts,
+		// With a certificate directory, controller-runtime's certwatcher serves the files and
+		// reloads them when they change (cert-manager renews them in place); without one, a
+		// self-signed certificate made at start (Resolve made sure the files are readable).
+		CertDir:  o.MetricsCertPath,
+		CertName: o.MetricsCertName,
+		KeyName:  o.MetricsCertKey,
 		// Uncompressed: the page is small, while each gzip writer the handler keeps pooled
 		// between scrapes holds its compression tables (README, Performance, has the figure).
 		HandlerOpts: []func(*promhttp.HandlerOpts){func(h *promhttp.HandlerOpts) { h.DisableCompression = true }},

@@ -1,20 +1,26 @@
 package controllers
 
 import (
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/example/switchboard/internal/pki"
 )
 
 // TestCacheNamesOnlySelectedKinds: the cache looks up every kind it is configured for at start,
@@ -131,12 +137,7 @@ func TestRESTConfigRateLimit(t *testing.T) {
 		{[]string{"--kube-api-qps=20.5", "--kube-api-burst=40"}, 20.5, 40},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			o := NewOptions()
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o.BindFlags(fs, Table())
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
+			o := parsedOptions(t, tc.args)
 			if _, err := o.Resolve(Table()); err != nil {
 				t.Fatal(err)
 			}
@@ -199,4 +200,71 @@ func TestControllerFlagsValidated(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMetricsCertFlags: --metrics-cert-path hands the directory and file names to
+// controller-runtime's metrics server (whose certwatcher serves and reloads them), and Resolve and
+// CheckMetricsCert refuse what would otherwise fall back to a self-signed certificate without a
+// word: a certificate over plain HTTP, missing or unreadable files.
+func TestMetricsCertFlags(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := pki.NewAuthority("test-ca", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.Issue("metrics", x509.ExtKeyUsageServerAuth, []string{"localhost"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"cert.pem": certPEM, "key.pem": keyPEM, "tls.crt": certPEM, "tls.key": keyPEM, "garbage": []byte("not PEM")} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args                       []string
+		wantErr                    string
+		wantDir, wantCert, wantKey string
+	}{
+		{args: nil, wantCert: "tls.crt", wantKey: "tls.key"},
+		{args: []string{"--metrics-cert-path=" + dir}, wantDir: dir, wantCert: "tls.crt", wantKey: "tls.key"},
+		{args: []string{"--metrics-cert-path=" + dir, "--metrics-cert-name=cert.pem", "--metrics-cert-key=key.pem"}, wantDir: dir, wantCert: "cert.pem", wantKey: "key.pem"},
+		{args: []string{"--metrics-cert-path=" + filepath.Join(dir, "missing")}, wantErr: "--metrics-cert-path: reading the metrics certificate"},
+		{args: []string{"--metrics-cert-path=" + dir, "--metrics-cert-name=garbage"}, wantErr: "--metrics-cert-path: reading the metrics certificate"},
+		{args: []string{"--metrics-cert-path=" + dir, "--metrics-cert-key="}, wantErr: "--metrics-cert-name and --metrics-cert-key must name files"},
+		{args: []string{"--metrics-cert-path=" + dir, "--metrics-secure=false"}, wantErr: "--metrics-cert-path needs --metrics-secure"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o := parsedOptions(t, tc.args)
+			sel, err := o.Resolve(Table())
+			if err == nil {
+				err = o.CheckMetricsCert()
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Resolve() = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := o.ManagerOptions(NewScheme(), sel).Metrics
+			if m.CertDir != tc.wantDir || m.CertName != tc.wantCert || m.KeyName != tc.wantKey {
+				t.Errorf("metrics server CertDir, CertName, KeyName = %q, %q, %q; want %q, %q, %q", m.CertDir, m.CertName, m.KeyName, tc.wantDir, tc.wantCert, tc.wantKey)
+			}
+		})
+	}
+}
+
+// parsedOptions returns the options the manager's flags set from args.
+func parsedOptions(t *testing.T, args []string) *Options {
+	t.Helper()
+	o := NewOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.BindFlags(fs, Table())
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

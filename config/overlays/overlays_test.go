@@ -5,13 +5,15 @@
 // the common ones, and the CRDs are those of the controllers' kinds (primary, and kept:
 // checkpoints). An overlay without components (config/overlays/namespaced) grants its
 // controllers' generated rules as Roles in each namespace of --watch-namespaces instead of
-// ClusterRoles. In every one, no ClusterRole but the configmapwatcher's may read Secrets.
+// ClusterRoles. In every one, no ClusterRole but the configmapwatcher's may read Secrets, each kind
+// served has its admin, editor and viewer roles for users, aggregated to the built-in roles and
+// bound to nothing (roles_test.go), and the optional components it lists (config/certmanager,
+// config/alerts, config/grafana) fit together (optional_test.go). aggregation_test.go runs the
+// aggregation on an API server.
 package overlays_test
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -66,14 +68,10 @@ func kustomizations(t *testing.T) []string {
 }
 
 func TestOverlays(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not found: these tests render the kustomizations with `kubectl kustomize`")
-	}
 	for _, dir := range kustomizations(t) {
 		t.Run(dir, func(t *testing.T) {
-			components := listedComponents(t, filepath.Join("..", dir))
-			objs := render(t, kubectl, filepath.Join("..", dir))
+			components, optional := listedComponents(t, filepath.Join("..", dir))
+			objs := testenv.Kustomize(t, filepath.Join("..", dir))
 			if len(components) == 0 {
 				// Namespaced: the controllers are those --controllers names.
 				components = selectedGroups(t, objs)
@@ -88,6 +86,8 @@ func TestOverlays(t *testing.T) {
 			t.Run("security", func(t *testing.T) { checkSecurity(t, objs) })
 			t.Run("leases", func(t *testing.T) { checkLeaseRBAC(t, objs, components) })
 			t.Run("replicas", func(t *testing.T) { checkReplicas(t, objs) })
+			t.Run("user-roles", func(t *testing.T) { checkUserRoles(t, objs) })
+			t.Run("optional", func(t *testing.T) { checkOptional(t, objs, optional) })
 			if dir == filepath.Join("overlays", "ha") {
 				t.Run("ha", func(t *testing.T) { checkHA(t, objs) })
 			}
@@ -126,8 +126,13 @@ func TestEveryControllerHasAComponent(t *testing.T) {
 	}
 }
 
-// listedComponents returns the names of the components a kustomization lists.
-func listedComponents(t *testing.T, dir string) []string {
+// optionalComponents are the components outside config/components that an overlay may add:
+// they select no controller.
+var optionalComponents = []string{"alerts", "certmanager", "grafana"}
+
+// listedComponents returns the names of the controller components (config/components) a
+// kustomization lists, and of the optional ones (config/certmanager, ...).
+func listedComponents(t *testing.T, dir string) (controllerComponents, optional []string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
@@ -139,32 +144,19 @@ func listedComponents(t *testing.T, dir string) []string {
 	if err := yaml.Unmarshal(data, &k); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
 	for _, c := range k.Components {
-		if filepath.Base(filepath.Dir(c)) != "components" {
-			t.Fatalf("component %s is not under config/components", c)
+		switch {
+		case filepath.Base(filepath.Dir(c)) == "components":
+			controllerComponents = append(controllerComponents, filepath.Base(c))
+		case slices.Contains(optionalComponents, filepath.Base(c)) && filepath.Join(dir, c) == filepath.Join("..", filepath.Base(c)):
+			optional = append(optional, filepath.Base(c))
+		default:
+			t.Fatalf("component %s is neither a controller's (config/components) nor one of the optional %v", c, optionalComponents)
 		}
-		names = append(names, filepath.Base(c))
 	}
-	sort.Strings(names)
-	return names
-}
-
-// render runs `kubectl kustomize dir` and decodes the objects.
-func render(t *testing.T, kubectl, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	cmd := exec.Command(kubectl, "kustomize", dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
-	}
-	objs, err := manifests.Decode(out)
-	if err != nil {
-		t.Fatalf("decoding the output of kubectl kustomize %s: %v", dir, err)
-	}
-	return objs
+	sort.Strings(controllerComponents)
+	sort.Strings(optional)
+	return controllerComponents, optional
 }
 
 // find returns the objects of kind, converted to T.
@@ -256,6 +248,7 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, components []str
 			wantRoleRules[r.Namespace+"/"+r.Name] = r.Rules
 		}
 	}
+	wantNames = append(wantNames, userRoleNames(t, objs)...)
 	var gotNames []string
 	for _, role := range find[rbacv1.ClusterRole](t, objs, "ClusterRole") {
 		gotNames = append(gotNames, role.Name)
@@ -279,9 +272,11 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, components []str
 		}
 		bound[b.RoleRef.Name] = true
 	}
+	users := userRoleNames(t, objs)
 	for _, name := range wantNames {
-		// The metrics reader is for whatever scrapes the metrics, not for the manager.
-		if !bound[name] && name != "switchboard-metrics-reader" {
+		// The metrics reader is for whatever scrapes the metrics, and the user roles for users
+		// (through aggregation), not for the manager.
+		if !bound[name] && name != "switchboard-metrics-reader" && !slices.Contains(users, name) {
 			t.Errorf("ClusterRole %s is not bound to the manager's ServiceAccount", name)
 		}
 	}

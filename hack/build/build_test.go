@@ -1,6 +1,9 @@
 // Package build_test checks that the Dockerfile builds the manager as `make build` does. No
 // Docker engine runs here, so the Dockerfile is kept correct by construction: the same build
 // command, the same Go version, every imported package copied, a non-root distroless runtime.
+// It also runs Kubebuilder's targets users expect (targets_test.go): docker-build and
+// docker-push with a stand-in for docker, install, uninstall, deploy and undeploy on a real API
+// server.
 package build_test
 
 import (

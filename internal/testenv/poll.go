@@ -26,10 +26,19 @@ func Poll(t testing.TB, timeout, interval time.Duration, check func() error) {
 // FreeAddress returns a loopback address with a port free at the time of the call.
 func FreeAddress(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := LoopbackAddress()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return addr
+}
+
+// LoopbackAddress is FreeAddress for programs without a testing.T.
+func LoopbackAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
 }

@@ -28,7 +28,10 @@
 //   - malformed objects and their well-formed twins for the bad-input tests
 //     (MalformedObjects, WellFormedTwins) and the warnings Events say (Warnings);
 //   - polling (Poll, Eventually), free ports (FreeAddress), the API server's own counters
-//     (Env.APIWrites, Env.APIServerCPUSeconds) and benchmark sizes (BenchSetting).
+//     (Env.APIWrites, Env.APIServerCPUSeconds) and benchmark sizes (BenchSetting);
+//   - a control plane of a test's own (StartForTest), kube-controller-manager's controllers
+//     against it (Env.RunControllerManager), and kustomizations rendered as users apply them
+//     (Kustomize).
 //
 // Its sibling internal/faultproxy is the hostile API server between a manager and the real one.
 //

@@ -47,16 +47,28 @@ type Trigger struct {
 // NewTrigger returns a trigger for one manager: pass its Args to the manager.
 func NewTrigger(t testing.TB) *Trigger {
 	t.Helper()
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(TriggerToken+"\n"), 0o600); err != nil {
+	tr, err := NewTriggerIn(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	addr := FreeAddress(t)
+	return tr
+}
+
+// NewTriggerIn is NewTrigger for programs without a testing.T: the token file goes in dir.
+func NewTriggerIn(dir string) (*Trigger, error) {
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(TriggerToken+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	addr, err := LoopbackAddress()
+	if err != nil {
+		return nil, err
+	}
 	return &Trigger{
 		Args:   []string{"--trigger-bind-address=" + addr, "--trigger-token-file=" + tokenFile},
 		addr:   addr,
 		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}},
-	}
+	}, nil
 }
 
 // Post POSTs body to /trigger/{controller} with token and returns the status code and body.

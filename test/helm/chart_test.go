@@ -173,6 +173,9 @@ var equivalences = []struct {
 		kustomization{resources: []string{"manager", "rbac"}, components: []string{"components/verticalscaler"}}},
 	{"ServiceMonitor and NetworkPolicy", "metrics: {serviceMonitor: {enabled: true}}\nnetworkPolicy: {enabled: true}",
 		kustomization{resources: []string{"default", "prometheus", "network-policy"}}},
+	{"monitored", "ci/monitored-values.yaml", kustomization{dir: "overlays/monitored"}},
+	{"cert-manager without a ServiceMonitor", "metrics: {certificate: {certManager: {enabled: true}}}",
+		kustomization{resources: []string{"default"}, components: []string{"certmanager"}}},
 }
 
 // values returns a case's values: a file of the chart's, or YAML.
@@ -404,11 +407,14 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"privileged", "securityContext: {privileged: true}", "at '/securityContext/privileged'"},
 		{"capabilities kept", "securityContext: {capabilities: {drop: [NET_RAW]}}", "at '/securityContext/capabilities/drop'"},
 		{"capabilities added", "securityContext: {capabilities: {add: [SYS_ADMIN]}}", "at '/securityContext/capabilities/add/0'"},
+		{"a bad certificate Secret", "metrics: {certificate: {secretName: Metrics_Cert}}", "at '/metrics/certificate/secretName'"},
+		{"a bad dashboard namespace", "grafana: {dashboard: {enabled: true, namespace: Monitoring}}", "at '/grafana/dashboard/namespace'"},
 		// What the schema cannot say, the templates refuse, naming the values.
 		{"every controller off", "controllers: {myapp: {enabled: false}, verticalscaler: {enabled: false}, configmapwatcher: {enabled: false}}", "controllers: every controller is off"},
 		{"every kind off", "controllers: {configmapwatcher: {kinds: {deployments: false, statefulsets: false, daemonsets: false, cronjobs: false}}}", "controllers.configmapwatcher.kinds: every kind is off"},
 		{"replicas without leader election", "replicaCount: 3\nleaderElection: {enabled: false}", "replicaCount > 1 needs leaderElection.enabled"},
 		{"a Lease per controller without leader election", "leaderElection: {enabled: false, scope: controller}", "leaderElection.scope=controller needs leaderElection.enabled"},
+		{"two certificates", "metrics: {certificate: {certManager: {enabled: true}, secretName: mine}}", "metrics.certificate: certManager.enabled and secretName are both set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := install(t, tc.values)
@@ -446,6 +452,62 @@ func TestNothingRunsAsRoot(t *testing.T) {
 	}
 }
 
+// TestMetricsCertificateSecret: with a Secret of one's own, the manager serves its certificate
+// and the ServiceMonitor verifies it with its ca.crt and the metrics Service's name, as with
+// cert-manager's, and no cert-manager object is rendered.
+func TestMetricsCertificateSecret(t *testing.T) {
+	objs := render(t, "metrics: {certificate: {secretName: my-metrics-cert}, serviceMonitor: {enabled: true}}")
+	var certManager []string
+	for _, obj := range objs {
+		if strings.HasPrefix(obj.GetAPIVersion(), "cert-manager.io/") {
+			certManager = append(certManager, key(obj))
+		}
+		if obj.GetKind() == "ServiceMonitor" {
+			endpoints, _, _ := unstructured.NestedSlice(obj.Object, "spec", "endpoints")
+			tlsConfig := endpoints[0].(map[string]any)["tlsConfig"]
+			want := map[string]any{"insecureSkipVerify": false, "serverName": "switchboard-controller-manager-metrics.switchboard-system.svc",
+				"ca": map[string]any{"secret": map[string]any{"name": "my-metrics-cert", "key": "ca.crt"}}}
+			if diff := cmp.Diff(want, tlsConfig); diff != "" {
+				t.Errorf("ServiceMonitor tlsConfig (-want +got):\n%s", diff)
+			}
+		}
+	}
+	if len(certManager) > 0 {
+		t.Errorf("cert-manager objects with a Secret of one's own: %v", certManager)
+	}
+	d := managerDeployment(t, objs)
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--metrics-cert-path=/var/run/secrets/switchboard/metrics-certs") ||
+		len(d.Spec.Template.Spec.Volumes) != 1 || d.Spec.Template.Spec.Volumes[0].Secret == nil || d.Spec.Template.Spec.Volumes[0].Secret.SecretName != "my-metrics-cert" {
+		t.Errorf("the manager does not serve the Secret my-metrics-cert: args %v, volumes %+v", d.Spec.Template.Spec.Containers[0].Args, d.Spec.Template.Spec.Volumes)
+	}
+}
+
+// TestUserRolesFollowTheValues checks rbac.aggregateClusterRoles: the admin, editor and viewer
+// roles of the kinds of the controllers on, aggregated to the built-in roles, and none when off.
+func TestUserRolesFollowTheValues(t *testing.T) {
+	for _, tc := range []struct {
+		values string
+		want   int
+	}{
+		{"", 9},
+		{"controllers: {verticalscaler: {enabled: false}}", 3},
+		{"rbac: {aggregateClusterRoles: false}", 0},
+		{"rbac: {create: false}", 0},
+	} {
+		var got int
+		for _, obj := range render(t, tc.values) {
+			for label := range obj.GetLabels() {
+				if obj.GetKind() == "ClusterRole" && strings.HasPrefix(label, "rbac.authorization.k8s.io/aggregate-to-") {
+					got++
+				}
+			}
+		}
+		if got != tc.want {
+			t.Errorf("values %q: %d aggregated ClusterRoles, want %d", tc.values, got, tc.want)
+		}
+	}
+}
+
 // TestCRDsFollowTheValues checks crds.install and crds.keep: the CRDs of the controllers on,
 // kept on uninstall by default, and none when not installed.
 func TestCRDsFollowTheValues(t *testing.T) {
@@ -475,12 +537,12 @@ func TestCRDsFollowTheValues(t *testing.T) {
 }
 
 // TestChartCopiesAreCurrent checks that the chart's copies of what controller-gen generates for
-// each component (its CRDs and RBAC, config/components/NAME) are the same files: `make
-// manifests` writes both.
+// each component (its CRDs and RBAC, config/components/NAME), of its user roles, of the alerts
+// and of the Grafana dashboard are the same files: `make manifests` writes both.
 func TestChartCopiesAreCurrent(t *testing.T) {
 	var want, got []string
 	for dir, list := range map[string]*[]string{configDir: &want, filepath.Join(chartDir, "files"): &got} {
-		for _, pattern := range []string{"components/*/crd/*.yaml", "components/*/rbac/*.yaml"} {
+		for _, pattern := range []string{"components/*/crd/*.yaml", "components/*/rbac/*.yaml", "alerts/alerts.yaml", "grafana/switchboard.json"} {
 			matches, err := filepath.Glob(filepath.Join(dir, pattern))
 			if err != nil {
 				t.Fatal(err)

@@ -100,3 +100,29 @@ The rules and Roles controller-gen writes for a component from its package's RBA
 {{- end }}
 {{- toJson $leases }}
 {{- end }}
+
+{{/*
+The Secret holding the metrics endpoint's certificate (tls.crt, tls.key and ca.crt): cert-manager's,
+or the user's; empty when the manager makes a self-signed one.
+*/}}
+{{- define "switchboard.metricsCertSecret" -}}
+{{- $cert := .Values.metrics.certificate }}
+{{- if and $cert.certManager.enabled $cert.secretName }}
+{{- fail "metrics.certificate: certManager.enabled and secretName are both set; choose one" }}
+{{- end }}
+{{- if and .Values.metrics.enabled $cert.certManager.enabled }}
+{{- printf "%s-metrics-server-cert" (include "switchboard.fullname" .) }}
+{{- else if .Values.metrics.enabled }}
+{{- $cert.secretName }}
+{{- end }}
+{{- end }}
+
+{{/* The metrics Service's DNS name in the cluster, which its certificate is issued for. */}}
+{{- define "switchboard.metricsServiceDNSName" -}}
+{{- printf "%s-controller-manager-metrics.%s.svc" (include "switchboard.fullname" .) .Release.Namespace }}
+{{- end }}
+
+{{/* Where the manager reads the metrics endpoint's certificate (--metrics-cert-path). */}}
+{{- define "switchboard.metricsCertPath" -}}
+/var/run/secrets/switchboard/metrics-certs
+{{- end }}

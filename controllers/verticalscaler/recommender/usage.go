@@ -74,7 +74,9 @@ type PodMetricsReader struct {
 func (r PodMetricsReader) PodUsage(ctx context.Context, namespace string, selector labels.Selector) ([]PodUsage, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(podMetricsListGVK)
-	if err := r.Reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	err := r.Reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector})
+	countMetricsAPIRead(err)
+	if err != nil {
 		return nil, fmt.Errorf("listing PodMetrics from metrics.k8s.io: %w", err)
 	}
 	out := make([]PodUsage, 0, len(list.Items))

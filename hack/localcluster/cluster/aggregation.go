@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/internal/pki"
 )
 
 // The metrics pipeline of the local cluster: kwok serves each fake Node's kubelet resource
@@ -88,37 +90,37 @@ func newMetricsPipeline(dir string) (*metricsPipeline, error) {
 	if p.metricsServerPort, err = freePort(); err != nil {
 		return nil, err
 	}
-	frontProxy, err := newAuthority("localcluster-front-proxy-ca")
+	frontProxy, err := pki.NewAuthority("localcluster-front-proxy-ca", certValidity)
 	if err != nil {
 		return nil, err
 	}
-	serving, err := newAuthority("localcluster-serving-ca")
+	serving, err := pki.NewAuthority("localcluster-serving-ca", certValidity)
 	if err != nil {
 		return nil, err
 	}
-	p.servingCA = serving.pem
+	p.servingCA = serving.CertPEM()
 	loopback := []net.IP{net.IPv4(127, 0, 0, 1)}
-	proxyCert, proxyKey, err := frontProxy.issue(frontProxyClient, x509.ExtKeyUsageClientAuth, nil, nil)
+	proxyCert, proxyKey, err := frontProxy.Issue(frontProxyClient, x509.ExtKeyUsageClientAuth, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	// kube-apiserver checks the name of the Service behind the APIService, whatever address
 	// the ExternalName resolves to.
-	metricsCert, metricsKey, err := serving.issue(metricsServerBin, x509.ExtKeyUsageServerAuth,
+	metricsCert, metricsKey, err := serving.Issue(metricsServerBin, x509.ExtKeyUsageServerAuth,
 		[]string{metricsServerBin + ".kube-system.svc", "localhost"}, loopback)
 	if err != nil {
 		return nil, err
 	}
 	// metrics-server connects to the Node's InternalIP, kwok's --node-ip.
-	kwokCert, kwokKey, err := serving.issue("kwok", x509.ExtKeyUsageServerAuth, []string{"localhost"}, loopback)
+	kwokCert, kwokKey, err := serving.Issue("kwok", x509.ExtKeyUsageServerAuth, []string{"localhost"}, loopback)
 	if err != nil {
 		return nil, err
 	}
 	return p, writeFiles(dir, map[string][]byte{
-		frontProxyCAFile:      frontProxy.pem,
+		frontProxyCAFile:      frontProxy.CertPEM(),
 		frontProxyCertFile:    proxyCert,
 		frontProxyKeyFile:     proxyKey,
-		servingCAFile:         serving.pem,
+		servingCAFile:         serving.CertPEM(),
 		kwokCertFile:          kwokCert,
 		kwokKeyFile:           kwokKey,
 		metricsServerCertFile: metricsCert,

@@ -1,0 +1,59 @@
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// StartForTest starts a control plane of the test's own (Start), stopped when the test ends: for
+// the tests of a package whose other tests need none.
+func StartForTest(t testing.TB) *Env {
+	t.Helper()
+	env, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return env
+}
+
+// RunControllerManager runs kube-controller-manager's given controllers (by their --controllers
+// names, such as clusterrole-aggregation-controller) against the control plane for the rest of
+// the test, as the admin: envtest runs no controllers, and some behaviour a test asserts is
+// theirs, not the API server's. The binary is found where envtest's are (KUBEBUILDER_ASSETS, else
+// bin/k8s, where `make envtest-assets` builds it).
+func (e *Env) RunControllerManager(t testing.TB, controllers ...string) *Process {
+	t.Helper()
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		root, err := ModuleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(root, "bin", "k8s")
+	}
+	binary := filepath.Join(dir, "kube-controller-manager")
+	if _, err := os.Stat(binary); err != nil {
+		t.Fatalf("no kube-controller-manager in %s: run `make envtest-assets` (or `make test`) first", dir)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := WriteKubeconfig(kubeconfig, e.Config, ""); err != nil {
+		t.Fatal(err)
+	}
+	return RunProcess(t, Command{Binary: binary, Args: []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--controllers=" + strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		// Serves nothing, so it takes no port.
+		"--secure-port=0",
+	}})
+}
