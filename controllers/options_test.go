@@ -26,7 +26,7 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 		{"*", []string{"CronJob", "DaemonSet", "MyApp", "StatefulSet", "VerticalScaler"}},
 		{"configmapwatcher", []string{"CronJob", "DaemonSet", "Deployment", "StatefulSet"}},
 		{"configmapwatcher-statefulsets", []string{"StatefulSet"}},
-		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "MyApp", "StatefulSet"}},
+		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "Deployment", "MyApp", "StatefulSet"}},
 		{"myapp", []string{"MyApp"}},
 		{"verticalscaler", []string{"VerticalScaler"}},
 	} {

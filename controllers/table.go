@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -173,14 +174,13 @@ func Table() []Controller {
 			DefaultWorkers: 4,
 			For:            &v1alpha1.MyApp{},
 			ForPredicates:  []predicate.Predicate{myapp.SpecOrDeletionChanged()},
-			Watches: []Watch{
-				{Object: &appsv1.Deployment{}, How: Owns, Predicates: []predicate.Predicate{myapp.NotCreated()}},
-				{Object: &corev1.Service{}, How: Owns, Predicates: []predicate.Predicate{myapp.NotCreated()}},
-			},
-			Sources:              []sources.Name{sources.Periodic, sources.HTTPTrigger},
-			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
-			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
-				return &myapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(myapp.ControllerName)}, nil
+			// Its Deployments and Services are watched metadata-only and not cached: a reconcile
+			// reads the two it needs from the API server (myapp.OwnedChanges).
+			Watches: []Watch{ownedWatch(appsv1.SchemeGroupVersion.WithKind("Deployment")), ownedWatch(corev1.SchemeGroupVersion.WithKind("Service"))},
+			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
+			New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {
+				return &myapp.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+					Recorder: mgr.GetEventRecorder(myapp.ControllerName), ShardLabels: o.shardLabels()}, nil
 			},
 		},
 		{
@@ -218,9 +218,9 @@ func Table() []Controller {
 				},
 			}},
 			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}},
-			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
+			New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {
 				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports,
-					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName)}, nil
+					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName), Shard: o.WatchLabelSelector}, nil
 			},
 		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of
@@ -261,6 +261,16 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 			return configmapwatcher.NewReconciler(shared, mgr, slices.Sorted(maps.Keys(namespaces)), k, flags.Settings(o.managerNamespace()))
 		},
 	}
+}
+
+// ownedWatch is myapp's watch of the objects of kind gvk that MyApps control: metadata only,
+// uncached, restricted to the shard's labels.
+func ownedWatch(gvk schema.GroupVersionKind) Watch {
+	resource := gvk.GroupVersion().WithResource(strings.ToLower(gvk.Kind) + "s")
+	return Watch{Object: metadataOnly(gvk), How: Uncached,
+		Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
+			return myapp.OwnedChanges(mgr, namespaces, resource, o.WatchLabelSelector)
+		}}
 }
 
 // metadataOnly returns the object of a metadata-only watch of gvk.

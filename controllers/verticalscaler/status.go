@@ -29,8 +29,7 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 	if found {
 		set(v1alpha1.ConditionDeploymentFound, true, v1alpha1.ReasonDeploymentFound, fmt.Sprintf("Deployment %s exists", vs.Spec.DeploymentName))
 	} else {
-		set(v1alpha1.ConditionDeploymentFound, false, v1alpha1.ReasonDeploymentNotFound,
-			fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace))
+		set(v1alpha1.ConditionDeploymentFound, false, v1alpha1.ReasonDeploymentNotFound, notFound(vs, obs))
 	}
 
 	switch {
@@ -56,6 +55,16 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 		status.ObservedGeneration = vs.Generation
 	}
 	return status
+}
+
+// notFound says that the VerticalScaler's Deployment was not found; in a shard, that it may
+// exist without the shard's labels, which keep it out of the shard's cache.
+func notFound(vs *v1alpha1.VerticalScaler, obs observation) string {
+	if obs.shard != "" {
+		return fmt.Sprintf("Deployment %s does not exist in namespace %s, or does not match this shard's label selector %q: label it as its VerticalScaler",
+			vs.Spec.DeploymentName, vs.Namespace, obs.shard)
+	}
+	return fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace)
 }
 
 // providedCondition is RecommendationProvided: what the latest usage report said, else what the
@@ -87,7 +96,7 @@ func appliedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condi
 	case vs.Spec.UpdateMode != v1alpha1.UpdateModeAuto:
 		c.Reason, c.Message = v1alpha1.ReasonUpdateModeOff, "updateMode is Off: the recommendation is only reported"
 	case obs.deployment == nil:
-		c.Reason, c.Message = v1alpha1.ReasonDeploymentNotFound, fmt.Sprintf("Deployment %s does not exist", vs.Spec.DeploymentName)
+		c.Reason, c.Message = v1alpha1.ReasonDeploymentNotFound, notFound(vs, obs)
 	case obs.recommendation == nil || obs.apply == nil:
 		c.Reason, c.Message = v1alpha1.ReasonNoRecommendation, "There is no recommendation to apply yet"
 	default:
@@ -104,7 +113,7 @@ func appliedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condi
 func readiness(vs *v1alpha1.VerticalScaler, found bool, obs observation, provided, applied metav1.Condition) (bool, string, string) {
 	switch {
 	case !found:
-		return false, v1alpha1.ReasonDeploymentNotFound, fmt.Sprintf("Deployment %s does not exist in namespace %s", vs.Spec.DeploymentName, vs.Namespace)
+		return false, v1alpha1.ReasonDeploymentNotFound, notFound(vs, obs)
 	case len(obs.policyProblems) > 0:
 		return false, v1alpha1.ReasonContainerNotFound, strings.Join(obs.policyProblems, "; ")
 	case provided.Status != metav1.ConditionTrue:

@@ -39,6 +39,9 @@ type Reconciler struct {
 	Reports *recommender.Reports
 	// Recorder records an Event on the VerticalScaler for each write to its Deployment.
 	Recorder events.EventRecorder
+	// Shard is the label selector of the objects the manager caches (--watch-label-selector):
+	// a Deployment without the shard's labels is not found. Empty when it caches every object.
+	Shard string
 }
 
 // VerticalScalersFor returns the map function of the Deployment watch: a Deployment maps to the
@@ -64,8 +67,10 @@ func VerticalScalersFor(reader client.Reader) handler.MapFunc {
 
 // observation is what one reconcile saw and did; computeStatus turns it into status.
 type observation struct {
-	// deployment is nil when it does not exist.
+	// deployment is nil when it does not exist (in this shard's cache).
 	deployment *appsv1.Deployment
+	// shard is the manager's --watch-label-selector; empty when it watches every object.
+	shard string
 	// report is the latest usage report about the Deployment named now; nil when none came
 	// since the manager started.
 	report *recommender.Report
@@ -90,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	obs := observation{report: r.report(req.NamespacedName, vs.Spec.DeploymentName)}
+	obs := observation{report: r.report(req.NamespacedName, vs.Spec.DeploymentName), shard: r.Shard}
 	deployment, err := r.deployment(ctx, vs)
 	if err != nil {
 		return ctrl.Result{}, err
