@@ -14,8 +14,28 @@ K8S_BIN ?= $(LOCALBIN)/k8s
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 export KUBEBUILDER_ASSETS
 
-# The manager binary, built the same way here and in the Dockerfile.
-GO_BUILD_MANAGER = CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o
+# What the manager says it is (`manager --version`, its first log line, switchboard_build_info),
+# from git: GOFLAGS may hold -buildvcs=false, and a Docker build has no .git. VERSION is `git
+# describe` of the newest v* tag, or a Go-style pseudo-version v0.0.0-<commit time>-<commit>
+# without one; either ends in -dirty when tracked files have uncommitted changes. BUILD_DATE is
+# the commit's time, not the clock's, so that two builds of one commit are the same bytes (and
+# the same image digest). Each may be given: `make image VERSION=v1.2.3`.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+	{ t=$$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S 2>/dev/null) && \
+	  c=$$(git describe --always --dirty --abbrev=12 2>/dev/null) && echo "v0.0.0-$$t-$$c"; } || echo v0.0.0-unknown)
+endif
+ifeq ($(origin REVISION),undefined)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+endif
+ifeq ($(origin BUILD_DATE),undefined)
+BUILD_DATE := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo unknown)
+endif
+VERSION_PKG = github.com/example/switchboard/internal/version
+VERSION_LDFLAGS = -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).revision=$(REVISION) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
+
+# The manager binary, built the same way here, in `make image` and in the Dockerfile.
+GO_BUILD_MANAGER = CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(VERSION_LDFLAGS)" -o
 MANAGER ?= $(LOCALBIN)/manager
 
 # Flags passed to the manager by `make run`, for example ARGS='--controllers=myapp'.
@@ -47,8 +67,11 @@ generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from the API types.
 # One kustomize component per controller in config/components/NAME: its ClusterRole comes from
 # the markers of controllers/NAME alone, and its crd/ holds copies of the CRDs it serves
 # (kustomize refuses files outside a kustomization's directory). config/rbac/role.yaml is the
-# union, for running the whole manager outside kustomize.
+# union, for running the whole manager outside kustomize. The Helm chart carries copies of each
+# component's crd/ and rbac/ in files/components (Helm reads no file outside the chart); test/helm
+# keeps the chart's objects equal to the kustomize builds'.
 COMPONENTS = $(notdir $(wildcard config/components/*))
+CHART = charts/switchboard
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the union) from markers into config/.
@@ -58,6 +81,11 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the u
 		$(CONTROLLER_GEN) rbac:roleName=switchboard-$$c paths=./controllers/$$c/... output:rbac:artifacts:config=config/components/$$c/rbac; \
 	done
 	for f in config/components/*/crd/*.yaml; do cp config/crd/bases/$$(basename $$f) $$f; done
+	rm -rf $(CHART)/files/components
+	for c in $(COMPONENTS); do \
+		mkdir -p $(CHART)/files/components/$$c && cp -R config/components/$$c/rbac $(CHART)/files/components/$$c/; \
+		if [ -d config/components/$$c/crd ]; then cp -R config/components/$$c/crd $(CHART)/files/components/$$c/; fi; \
+	done
 
 .PHONY: docs
 docs: ## Generate the reference pages of docs/reference (flags, annotations, API) from the code.
@@ -72,20 +100,26 @@ vet: ## Run go vet.
 	go vet ./...
 
 # Go modules of their own whose tests `make test` runs too: test/vpacompare compares the
-# verticalscaler's recommender with the Vertical Pod Autoscaler's model code, which the manager's
-# go.mod should not carry. go fetches their modules from the module proxy on the first run.
-TEST_MODULES ?= test/vpacompare
+# verticalscaler's recommender with the Vertical Pod Autoscaler's model code; hack/release builds
+# the image with go-containerregistry (its tests run `make image` in two clones: the first run
+# builds the manager's dependencies for linux/arm64, about 4 minutes on 2 cores); test/helm renders
+# the chart with the Helm SDK and compares it with the kustomize builds. The manager's go.mod
+# should carry none of these. go fetches their modules from the module proxy on the first run.
+TEST_MODULES ?= test/vpacompare hack/release test/helm
 
 .PHONY: test
 test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check, the test modules.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	CONTROLLER_GEN=$(CONTROLLER_GEN) go test ./... -count=1 -timeout 30m
-	for m in $(TEST_MODULES); do (cd $$m && go vet ./... && go test ./... -count=1 -timeout 10m) || exit 1; done
+	for m in $(TEST_MODULES); do (cd $$m && go vet ./... && go test ./... -count=1 -timeout 20m) || exit 1; done
 
 # depguard cannot say "a controller never imports another controller", so .golangci.yml has
 # two rules per controller package (every directory under controllers/ but internal/) and each
 # denies the others: `lint` first checks that no controller was added without its rules.
 CONTROLLER_PKGS = $(filter-out internal,$(notdir $(patsubst %/,%,$(wildcard controllers/*/))))
+
+# Go modules of their own that `make lint` checks too, with the same configuration.
+LINT_MODULES ?= hack/release test/helm
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, revive, ..., and who may import whom.
@@ -100,6 +134,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, r
 	@# Without --allow-parallel-runners a lint of another checkout on the same machine (a worktree, a
 	@# CI clone) makes this one fail at once with "parallel golangci-lint is running".
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
+	for m in $(LINT_MODULES); do (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners --config=$(CURDIR)/.golangci.yml ./...) || exit 1; done
 
 .PHONY: lint-fix
 lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make itself.
@@ -109,9 +144,18 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can make 
 # failover tests alone.
 E2E_RUN ?= .
 
+# What ships is what is tested: the end-to-end tests run the manager binary taken out of the
+# image's layer for this machine's platform (IMAGE_LOAD_PLATFORM), and apply dist/install.yaml,
+# which pins that image by digest.
+E2E_MANAGER ?= $(LOCALBIN)/e2e/manager
+
 .PHONY: test-e2e
-test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the manager as a process, deployed from config/, on a local cluster.
+test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the image's manager as a process, deployed from config/ and dist/install.yaml, on a local cluster.
+	@mkdir -p $(dir $(E2E_MANAGER))
+	$(RELEASE) extract --layout=$(IMAGE_LAYOUT) --platform=$(IMAGE_LOAD_PLATFORM) --file=manager --out=$(E2E_MANAGER)
 	SWITCHBOARD_E2E=1 KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER) \
+		SWITCHBOARD_E2E_MANAGER=$(E2E_MANAGER) SWITCHBOARD_E2E_INSTALLER=$(DIST)/install.yaml \
+		SWITCHBOARD_E2E_IMAGE_DIGEST=$$($(RELEASE) digest --layout=$(IMAGE_LAYOUT)) SWITCHBOARD_E2E_VERSION=$(VERSION) \
 		go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
 
 ##@ Benchmarks
@@ -124,18 +168,25 @@ test-e2e: $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some
 BENCH_COUNT ?= 3
 SCALE_PKGS ?= ./test/scale/
 BENCH_PKGS ?= $$(go list ./... | grep -v /test/scale$$)
+# Go modules of their own with benchmarks: hack/release's BenchmarkImage (the image's size against
+# the binary's, and a warm `make image`, in a clone of HEAD).
+BENCH_MODULES ?= hack/release
 
 .PHONY: bench
 bench: envtest-assets ## Run every benchmark at full size and write bench/report.md and bench/report.json.
 	@mkdir -p bench/tmp
-	go test -run '^$$' -bench . -count=$(BENCH_COUNT) -timeout 120m $(BENCH_PKGS) 2>&1 | tee bench/tmp/raw.txt | grep -v '^\s' || true
+	{ go test -run '^$$' -bench . -count=$(BENCH_COUNT) -timeout 120m $(BENCH_PKGS); \
+	  for m in $(BENCH_MODULES); do (cd $$m && go test -run '^$$' -bench . -count=$(BENCH_COUNT) -timeout 30m ./...); done; } \
+		2>&1 | tee bench/tmp/raw.txt | grep -v '^\s' || true
 	go run ./hack/benchreport -out bench < bench/tmp/raw.txt
 
 .PHONY: bench-smoke
 bench-smoke: envtest-assets ## Run every benchmark once at a small size, so that they cannot rot (CI runs this).
 	@mkdir -p bench/tmp
-	SWITCHBOARD_BENCH_SMOKE=1 SWITCHBOARD_BENCH_MYAPPS=20 SWITCHBOARD_BENCH_WRITES=20 SWITCHBOARD_BENCH_STEADY=3 SWITCHBOARD_BENCH_AFTER=1 \
-		go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m $(BENCH_PKGS) $(SCALE_PKGS) > bench/tmp/smoke-raw.txt 2>&1 || { tail -50 bench/tmp/smoke-raw.txt; exit 1; }
+	{ SWITCHBOARD_BENCH_SMOKE=1 SWITCHBOARD_BENCH_MYAPPS=20 SWITCHBOARD_BENCH_WRITES=20 SWITCHBOARD_BENCH_STEADY=3 SWITCHBOARD_BENCH_AFTER=1 \
+		go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m $(BENCH_PKGS) $(SCALE_PKGS) && \
+	  for m in $(BENCH_MODULES); do (cd $$m && go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m ./...) || exit 1; done; } \
+		> bench/tmp/smoke-raw.txt 2>&1 || { tail -50 bench/tmp/smoke-raw.txt; exit 1; }
 	go run ./hack/benchreport -out bench/tmp/smoke < bench/tmp/smoke-raw.txt
 
 # SCALE_ENV sets the sizes, for example SCALE_ENV='SWITCHBOARD_BENCH_SCALE_MYAPPS=1000,30000';
@@ -157,6 +208,55 @@ bench-scale: envtest-assets ## Run the scale benchmarks once at full size (1,000
 .PHONY: build
 build: ## Build the manager binary into bin/manager.
 	$(GO_BUILD_MANAGER) $(MANAGER) .
+
+.PHONY: version
+version: ## Print the version, commit and build date that builds stamp.
+	@echo "version: $(VERSION)"; echo "commit: $(REVISION)"; echo "buildDate: $(BUILD_DATE)"
+
+##@ Release
+
+# The image: GO_BUILD_MANAGER builds the manager for each of IMAGE_PLATFORMS, and hack/release
+# (go-containerregistry, a Go module of its own) packs the binaries into an OCI image index,
+# without Docker and without a base image: /manager, /etc/passwd and /etc/group, user 65532. Its
+# timestamps are the commit's, so that one commit gives one index digest. dist/ holds the OCI
+# layout, and a tarball for `docker load`, `kind load image-archive` and `ctr images import`
+# (named IMG; docker load takes the IMAGE_LOAD_PLATFORM image from it, this machine's).
+IMG ?= ghcr.io/example/switchboard:$(VERSION)
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_LOAD_PLATFORM ?= linux/$(shell go env GOARCH)
+IMAGE_SOURCE ?= https://github.com/example/switchboard
+DIST ?= $(CURDIR)/dist
+IMAGE_LAYOUT ?= $(DIST)/image
+IMAGE_TAR ?= $(DIST)/image.tar
+RELEASE ?= $(LOCALBIN)/release
+
+.PHONY: image
+image: release-tool ## Build the manager's OCI image for IMAGE_PLATFORMS into dist/image (OCI layout) and dist/image.tar, without Docker.
+	@$(RELEASE) check --image=$(IMG)
+	@mkdir -p $(DIST)/bin
+	for p in $(IMAGE_PLATFORMS); do \
+		GOOS=$${p%%/*} GOARCH=$${p#*/} $(GO_BUILD_MANAGER) $(DIST)/bin/$$p/manager . || exit 1; \
+	done
+	$(RELEASE) image --layout=$(IMAGE_LAYOUT) --tar=$(IMAGE_TAR) --name=$(IMG) --load-platform=$(IMAGE_LOAD_PLATFORM) \
+		--version=$(VERSION) --revision=$(REVISION) --created=$(BUILD_DATE) --source=$(IMAGE_SOURCE) \
+		$(foreach p,$(IMAGE_PLATFORMS),--binary=$(p)=$(DIST)/bin/$(p)/manager)
+
+.PHONY: image-push
+image-push: image ## Build the image and push it to IMG (registry/name:tag) with the credentials docker uses.
+	$(RELEASE) push --layout=$(IMAGE_LAYOUT) --image=$(IMG)
+
+# config/default with the image pinned by digest, CRDs first: one file to `kubectl apply
+# --server-side -f`. IMG must have a tag or a digest; with a tag, the digest is the image's just
+# built (push it with `make image-push` and the same IMG).
+.PHONY: build-installer
+build-installer: image ## Write dist/install.yaml: config/default with IMG pinned by digest, CRDs first.
+	kubectl kustomize config/default | $(RELEASE) installer --layout=$(IMAGE_LAYOUT) --image=$(IMG) > $(DIST)/install.yaml.tmp
+	mv $(DIST)/install.yaml.tmp $(DIST)/install.yaml
+	@echo "Wrote $(DIST)/install.yaml"
+
+.PHONY: release-tool
+release-tool: ## Build hack/release (the image, push and installer tool) into bin/release.
+	cd hack/release && go build -o $(RELEASE) .
 
 # Without KUBECONFIG (in the environment or on the command line), `make run` starts a local
 # cluster and runs the manager on it; with KUBECONFIG, it runs the manager on that cluster.

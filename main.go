@@ -16,6 +16,7 @@ import (
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/loganalysis"
 	"github.com/example/switchboard/internal/logging"
+	"github.com/example/switchboard/internal/version"
 )
 
 // exitUsage is the exit status for bad flags, as the flag package uses.
@@ -48,6 +49,11 @@ func main() {
 		os.Exit(exitUsage)
 	}
 
+	build := version.Get()
+	if opts.Version {
+		fmt.Print(build)
+		return
+	}
 	if opts.ListControllers {
 		if err := controllers.PrintTable(os.Stdout, table); err != nil {
 			os.Exit(1)
@@ -69,6 +75,11 @@ func main() {
 	}
 	ctrl.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
+	log.Info("Starting Switchboard", build.KeysAndValues()...)
+	if err := metrics.Registry.Register(build.Collector()); err != nil {
+		log.Error(err, "Registering the build_info metric failed")
+		os.Exit(1)
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

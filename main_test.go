@@ -109,6 +109,30 @@ func TestMissingKubeconfigFailsClearly(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "Loading kubeconfig failed") {
 		t.Errorf("exit status %d, stderr:\n%s", code, stderr)
 	}
+	// The build comes first, so that even a manager that cannot start says which one it was.
+	if !strings.Contains(stderr, `"msg":"Starting Switchboard","version":"(devel)"`) || !strings.Contains(stderr, `"goVersion":"go`) {
+		t.Errorf("the first log line does not give the build:\n%s", stderr)
+	}
+}
+
+// TestVersion checks what --version prints; hack/release's tests check that `make build` and
+// `make image` stamp it.
+func TestVersion(t *testing.T) {
+	code, stdout, stderr := runManager(t, "--version")
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	var keys []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		key, value, ok := strings.Cut(line, ": ")
+		if !ok || value == "" {
+			t.Errorf("line %q is not `key: value`", line)
+		}
+		keys = append(keys, key)
+	}
+	if want := []string{"version", "commit", "buildDate", "goVersion", "platform"}; strings.Join(keys, ",") != strings.Join(want, ",") {
+		t.Errorf("--version keys %v, want %v:\n%s", keys, want, stdout)
+	}
 }
 
 func TestLogsSubcommandIsDispatched(t *testing.T) {

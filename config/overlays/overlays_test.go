@@ -10,7 +10,6 @@ package overlays_test
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +31,7 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/manifests"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // The names the manifests give the manager's objects.
@@ -542,7 +542,7 @@ func checkLeaseRBAC(t *testing.T, objs []*unstructured.Unstructured, components 
 	// Every manager's: a shard names its own (--leader-elect-resource-name).
 	var want []string
 	for _, d := range find[appsv1.Deployment](t, objs, "Deployment") {
-		want = append(want, controllers.LeaseNames(selected, managerOptions(t, container(t, d).Args).LeaderElectResourceName)...)
+		want = append(want, controllers.LeaseNames(selected, leaseResourceName(t, container(t, d)))...)
 	}
 	sort.Strings(want)
 	var election *rbacv1.Role
@@ -591,7 +591,7 @@ func checkReplicas(t *testing.T, objs []*unstructured.Unstructured) {
 	if d == nil {
 		t.Fatalf("no Deployment %s", deployment)
 	}
-	opts := managerOptions(t, managerContainer(t, objs).Args)
+	opts, _ := testenv.ManagerOptions(t, managerContainer(t, objs).Args)
 	replicas := int32(1)
 	if d.Spec.Replicas != nil {
 		replicas = *d.Spec.Replicas
@@ -636,7 +636,7 @@ func checkHA(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("Deployment replicas %v, want 3", d.Spec.Replicas)
 		}
 	}
-	opts := managerOptions(t, managerContainer(t, objs).Args)
+	opts, _ := testenv.ManagerOptions(t, managerContainer(t, objs).Args)
 	if !opts.LeaderElect || opts.LeaderElectScope != controllers.ScopeController {
 		t.Errorf("--leader-elect %v --leader-elect-scope %q, want a Lease per controller group", opts.LeaderElect, opts.LeaderElectScope)
 	}
@@ -656,7 +656,7 @@ func checkShards(t *testing.T, objs []*unstructured.Unstructured) {
 	leases := map[string]bool{}
 	for _, d := range deployments {
 		c := container(t, d)
-		opts := managerOptions(t, c.Args)
+		opts, _ := testenv.ManagerOptions(t, c.Args)
 		selector, err := labels.Parse(opts.WatchLabelSelector)
 		if err != nil || opts.WatchLabelSelector == "" {
 			t.Fatalf("Deployment %s: --watch-label-selector %q: %v", d.Name, opts.WatchLabelSelector, err)
@@ -702,28 +702,19 @@ func container(t *testing.T, d *appsv1.Deployment) corev1.Container {
 	return corev1.Container{}
 }
 
+// leaseResourceName returns the --leader-elect-resource-name of the manager in c.
+func leaseResourceName(t *testing.T, c corev1.Container) string {
+	t.Helper()
+	opts, _ := testenv.ManagerOptions(t, c.Args)
+	return opts.LeaderElectResourceName
+}
+
 // withoutShardArgs returns c without the args that set a shard apart.
 func withoutShardArgs(c corev1.Container) corev1.Container {
 	c.Args = slices.DeleteFunc(slices.Clone(c.Args), func(arg string) bool {
 		return strings.HasPrefix(arg, "--watch-label-selector=") || strings.HasPrefix(arg, "--leader-elect-resource-name=")
 	})
 	return c
-}
-
-// managerOptions parses the manager's args with its own flags and validation.
-func managerOptions(t *testing.T, args []string) *controllers.Options {
-	t.Helper()
-	table := controllers.Table()
-	opts := controllers.NewOptions()
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	opts.BindFlags(fs, table)
-	if err := fs.Parse(args); err != nil {
-		t.Fatalf("the manager refuses its args %q: %v", args, err)
-	}
-	if _, err := opts.Resolve(table); err != nil {
-		t.Fatalf("the manager refuses its args %q: %v", args, err)
-	}
-	return opts
 }
 
 func sortedCopy(s []string) []string {

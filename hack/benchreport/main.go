@@ -76,6 +76,7 @@ var targets = []Target{
 	{"BenchmarkScaleVerticalScaler/scalers=10000", "restart-writes", "writes while a restarted manager reconciles 10,000 VerticalScalers once (issue 31)", true, 0},
 	{"BenchmarkShards", "shard-memory-deviation", "label shards: each shard's live heap growth against its own objects (shard2 holds twice shard1's, the unlabelled shard as many), the larger relative error (issue 31)", true, 0.1},
 	{"BenchmarkSummary", "cpu-MB/s", "manager logs summary throughput per CPU-second, one core, generated log (issue 7)", false, 300},
+	{"BenchmarkImage", "x-binary", "compressed image a node pulls for linux/amd64 (manifest, configuration, layer) / the stripped manager binary, make image (issue 26)", true, 1.05},
 	{"BenchmarkSummary", "peak-MiB", "manager logs summary peak RSS of a process running the analyzer alone (the manager binary adds its own pages: see issue 7 notes)", true, 50},
 }
 

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -73,8 +74,25 @@ func instructions(t *testing.T) [][2]string {
 	return out
 }
 
+// stamps are the Makefile's variables computed from git, which the Dockerfile takes as build
+// arguments of the same names.
+var stamps = []string{"VERSION", "REVISION", "BUILD_DATE"}
+
+// expand replaces each $(NAME) in value by the Makefile variable's value, and each stamp by the
+// Dockerfile's ${NAME}.
+func expand(t *testing.T, value string) string {
+	t.Helper()
+	return regexp.MustCompile(`\$\((\w+)\)`).ReplaceAllStringFunc(value, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		if slices.Contains(stamps, name) {
+			return "${" + name + "}"
+		}
+		return expand(t, makeVariable(t, name))
+	})
+}
+
 func TestDockerfileBuildsLikeMake(t *testing.T) {
-	goBuild := makeVariable(t, "GO_BUILD_MANAGER")
+	goBuild := expand(t, makeVariable(t, "GO_BUILD_MANAGER"))
 	if !strings.Contains(goBuild, "CGO_ENABLED=0") {
 		t.Errorf("GO_BUILD_MANAGER %q: the distroless static image needs a static binary (CGO_ENABLED=0)", goBuild)
 	}
@@ -96,6 +114,23 @@ func TestDockerfileBuildsLikeMake(t *testing.T) {
 	want := goBuild + " manager ."
 	if len(runs) != 1 || runs[0] != want {
 		t.Errorf("Dockerfile go build %q, want exactly the Makefile's %q", runs, want)
+	}
+	for _, name := range stamps {
+		if !strings.Contains(goBuild, "${"+name+"}") {
+			t.Errorf("GO_BUILD_MANAGER does not stamp $(%s)", name)
+		}
+	}
+	args := map[string]bool{}
+	for _, in := range instructions(t) {
+		if in[0] == "ARG" {
+			name, _, _ := strings.Cut(in[1], "=")
+			args[name] = true
+		}
+	}
+	for _, name := range stamps {
+		if !args[name] {
+			t.Errorf("the Dockerfile has no ARG %s for the version stamps", name)
+		}
 	}
 }
 

@@ -1,7 +1,7 @@
 // Command docgen writes the reference pages of docs/reference from the code, so that they say
 // what the code says: flags.md from the manager's flag sets, annotations.md from the annotation
-// constants of apis/, and api.md from the CRDs of config/crd/bases and the condition types and
-// reasons of apis/. `make docs` runs it; its test fails when a committed page is stale.
+// constants of apis/, api.md from the CRDs of config/crd/bases and the condition types and
+// reasons of apis/, and helm-values.md from the Helm chart's values.yaml and values.schema.json. `make docs` runs it; its test fails when a committed page is stale.
 package main
 
 import (
@@ -43,6 +43,7 @@ func Pages(root string) (map[string][]byte, error) {
 		"flags.md":       writeFlags,
 		"annotations.md": writeAnnotations,
 		"api.md":         writeAPI,
+		"helm-values.md": writeHelmValues,
 	} {
 		var buf bytes.Buffer
 		buf.WriteString(generatedNotice)

@@ -23,9 +23,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// shippedBuild is how `make build` and the Dockerfile build the manager (the Makefile's
-// GO_BUILD_MANAGER; a test keeps the two in step): static, without file paths of the build
-// machine, stripped.
+// shippedBuild is how `make build`, `make image` and the Dockerfile build the manager (the
+// Makefile's GO_BUILD_MANAGER, but for its version stamps; a test keeps the two in step):
+// static, without file paths of the build machine, stripped.
 var shippedBuild = struct {
 	env  []string
 	args []string

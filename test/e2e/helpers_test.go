@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,10 +52,30 @@ func (c *testCluster) kubectl(t *testing.T, args ...string) string {
 func (c *testCluster) deploy(t *testing.T, kustomization string) []string {
 	t.Helper()
 	dir := filepath.Join(root, "config", kustomization)
+	_, args := c.apply(t, []byte(c.kubectl(t, "kustomize", dir)), "-k", dir)
+	return args
+}
+
+// deployFile is deploy for a file of manifests, `kubectl apply --server-side -f path`. It
+// returns the manager's container too.
+func (c *testCluster) deployFile(t *testing.T, path string) (corev1.Container, []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.apply(t, data, "-f", path)
+}
+
+// apply applies manifests, which kubectl reads from source ("-k DIR" or "-f FILE"), and waits
+// for their CRDs and MyApp finalizer policy; it returns the manager's container and its args.
+func (c *testCluster) apply(t *testing.T, manifestsData []byte, source ...string) (corev1.Container, []string) {
+	t.Helper()
+	var container corev1.Container
 	var args []string
 	var crds []string
 	finalizerPolicy := false
-	objs, err := manifests.Decode([]byte(c.kubectl(t, "kustomize", dir)))
+	objs, err := manifests.Decode(manifestsData)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,20 +88,21 @@ func (c *testCluster) deploy(t *testing.T, kustomization string) []string {
 			if err := fromUnstructured(obj, d); err != nil {
 				t.Fatal(err)
 			}
-			args = d.Spec.Template.Spec.Containers[0].Args
+			container = d.Spec.Template.Spec.Containers[0]
+			args = container.Args
 		case "MutatingAdmissionPolicy":
 			finalizerPolicy = true
 		}
 	}
 	if args == nil {
-		t.Fatalf("no manager Deployment in config/%s", kustomization)
+		t.Fatalf("no manager Deployment in %v", source)
 	}
-	c.kubectl(t, "apply", "--server-side", "-k", dir)
+	c.kubectl(t, append([]string{"apply", "--server-side"}, source...)...)
 	c.waitEstablished(t, crds...)
 	if finalizerPolicy {
 		c.waitFinalizerPolicy(t)
 	}
-	return args
+	return container, args
 }
 
 // waitFinalizerPolicy waits until the API server sets the MyApp finalizer at creation, as the

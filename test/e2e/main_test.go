@@ -2,6 +2,10 @@
 // a local cluster with real controllers (hack/localcluster/cluster: kube-controller-manager,
 // kube-scheduler, kwok). `make test-e2e` runs it; elsewhere it is skipped unless
 // SWITCHBOARD_E2E=1, because it needs the binaries `make run` builds and takes minutes.
+//
+// The manager is the binary of the image users pull: `make test-e2e` builds the image and the
+// installer (make image, make build-installer), takes the binary out of the image's layer for
+// this machine's platform, and names it in SWITCHBOARD_E2E_MANAGER. No test builds another.
 package e2e
 
 import (
@@ -20,7 +24,6 @@ import (
 
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/hack/localcluster/cluster"
-	"github.com/example/switchboard/internal/testenv"
 )
 
 // root is the module root, from this package's directory.
@@ -33,11 +36,20 @@ var (
 	kubectl string
 )
 
+// The release `make test-e2e` made, from the environment: the installer (dist/install.yaml),
+// the digest of the image index the manager binary comes from, and the version it was stamped
+// with.
+var (
+	installer      = os.Getenv("SWITCHBOARD_E2E_INSTALLER")
+	imageDigest    = os.Getenv("SWITCHBOARD_E2E_IMAGE_DIGEST")
+	stampedVersion = os.Getenv("SWITCHBOARD_E2E_VERSION")
+)
+
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	if os.Getenv("SWITCHBOARD_E2E") != "1" {
-		fmt.Println("e2e tests skipped: run `make test-e2e` (or set SWITCHBOARD_E2E=1 after `make kwok`)")
+		fmt.Println("e2e tests skipped: run `make test-e2e`")
 		return 0
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
@@ -46,18 +58,17 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: kubectl is needed to apply the manifests with kustomize:", err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "switchboard-e2e-")
+	// The manager as it ships: the binary of the image's layer.
+	if manager = os.Getenv("SWITCHBOARD_E2E_MANAGER"); manager == "" || installer == "" || imageDigest == "" || stampedVersion == "" {
+		fmt.Fprintln(os.Stderr, "e2e: SWITCHBOARD_E2E_MANAGER, _INSTALLER, _IMAGE_DIGEST and _VERSION name the release under test: run `make test-e2e`, which makes them")
+		return 1
+	}
+	out, err := exec.Command(manager, "--version").Output()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
+		fmt.Fprintf(os.Stderr, "e2e: %s --version: %v\n", manager, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	// The manager as it ships (`make build`'s flags).
-	manager = filepath.Join(dir, "manager")
-	if err := testenv.Build(".", manager); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
+	fmt.Printf("The manager under test, from the image %s:\n%s", imageDigest, out)
 	return m.Run()
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,10 +19,11 @@ import (
 	"github.com/example/switchboard/internal/testenv"
 )
 
-// TestShippedRBAC deploys the configmapwatcher overlay and config/default, each on a cluster of
-// its own, and runs the manager as its ServiceAccount with the Deployment's own args: every
-// controller of the set works under the shipped RBAC, and a controller outside the set is
-// refused by the API server rather than half-working.
+// TestShippedRBAC deploys the configmapwatcher overlay, the namespaced overlay and the installer
+// (config/default with the image pinned, dist/install.yaml), each on a cluster of its own, and
+// runs the manager as its ServiceAccount with the Deployment's own args: every controller of the
+// set works under the shipped RBAC, and a controller outside the set is refused by the API
+// server rather than half-working.
 func TestShippedRBAC(t *testing.T) {
 	t.Run("configmapwatcher overlay", func(t *testing.T) {
 		c := newCluster(t)
@@ -80,15 +82,26 @@ func TestShippedRBAC(t *testing.T) {
 		secretRollsPods(t, c, "team-b")
 	})
 
-	t.Run("default", func(t *testing.T) {
+	t.Run("installer", func(t *testing.T) {
 		c := newCluster(t)
-		args := c.deploy(t, "default")
+		container, args := c.deployFile(t, installer)
+		// The Deployment runs the image whose binary this test runs, pinned by its digest.
+		if !strings.HasSuffix(container.Image, "@"+imageDigest) {
+			t.Errorf("the installer's image %s is not pinned to the image under test, %s", container.Image, imageDigest)
+		}
 		kubeconfig, _ := c.serviceAccountKubeconfig(t)
-		m := startManager(t, kubeconfig, args)
+		m := startManager(t, kubeconfig, args, "--metrics-secure=false")
 		eventually(t, 90*time.Second, readyCheck(m))
-		ns := testenv.Namespace(t, c.admin, "e2e-default-")
+		ns := testenv.Namespace(t, c.admin, "e2e-installer-")
 		configMapWatcherWorks(t, c, ns)
 		myAppAndVerticalScalerWork(t, c, ns)
+		builds, err := m.MetricByLabel(context.Background(), "switchboard_build_info", "version")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[string]float64{stampedVersion: 1}, builds); diff != "" {
+			t.Errorf("switchboard_build_info by version (-the version make stamped +scraped):\n%s", diff)
+		}
 	})
 }
 

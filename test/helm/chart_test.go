@@ -1,0 +1,590 @@
+// Package helm_test keeps the Helm chart (charts/switchboard) one with the kustomize manifests
+// (config/): it renders the chart with the Helm SDK, as `helm install` does, and requires the
+// objects of the kustomize build it stands for, apart from Helm's labels; it checks that the
+// schema refuses bad values naming the field, that nothing runs as root, that the manager accepts
+// every flag the chart gives it, and that Helm's lint passes. A Go module of its own, so that
+// the manager's go.mod does not carry the Helm SDK.
+package helm_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/internal/manifests"
+	"github.com/example/switchboard/internal/testenv"
+)
+
+// Where the chart and the kustomizations are, from this package's directory.
+var (
+	chartDir  = filepath.Join("..", "..", "charts", "switchboard")
+	configDir = filepath.Join("..", "..", "config")
+)
+
+// The release the tests install: named so that the chart's object names are the manifests'.
+const (
+	releaseName = "switchboard"
+	namespace   = "switchboard-system"
+)
+
+// kubeVersion is the cluster the chart is rendered for: the version the e2e tests run.
+var kubeVersion = &chartutil.KubeVersion{Version: "v1.37.0", Major: "1", Minor: "37"}
+
+// loadChart loads the chart from its directory.
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatalf("loading the chart: %v", err)
+	}
+	return c
+}
+
+// install renders the chart as `helm install switchboard charts/switchboard --namespace
+// switchboard-system --dry-run` does, values and schema checks included, and returns the
+// objects, or Helm's error.
+func install(t *testing.T, values string) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	vals, err := chartutil.ReadValues([]byte(values))
+	if err != nil {
+		t.Fatalf("the test's values: %v", err)
+	}
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = releaseName, namespace
+	inst.KubeVersion = kubeVersion
+	rel, err := inst.Run(loadChart(t), vals)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := manifests.Decode([]byte(rel.Manifest))
+	if err != nil {
+		t.Fatalf("decoding the chart's manifests: %v", err)
+	}
+	return objs, nil
+}
+
+// render is install for values the chart must accept.
+func render(t *testing.T, values string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := install(t, values)
+	if err != nil {
+		t.Fatalf("installing the chart with\n%s\n: %v", values, err)
+	}
+	return objs
+}
+
+// valuesFile reads a values file of the chart.
+func valuesFile(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// kustomization is what a kustomize build renders: an existing directory of config/, or one the
+// test writes with these resources and components (directories of config/).
+type kustomization struct {
+	dir                   string
+	resources, components []string
+}
+
+// build renders the kustomization with `kubectl kustomize`.
+func (k kustomization) build(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not found: the chart is compared with `kubectl kustomize` of config/")
+	}
+	dir := filepath.Join(configDir, k.dir)
+	if k.dir == "" {
+		dir = t.TempDir()
+		config, err := filepath.Abs(configDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// kustomize refuses absolute paths: each is relative to the new directory.
+		rel := func(names []string) string {
+			var lines []string
+			for _, name := range names {
+				path, err := filepath.Rel(dir, filepath.Join(config, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines = append(lines, "- "+path)
+			}
+			return strings.Join(lines, "\n")
+		}
+		text := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + namespace +
+			"\nresources:\n" + rel(k.resources) + "\ncomponents:\n" + rel(k.components) + "\n"
+		if len(k.components) == 0 {
+			text = strings.TrimSuffix(text, "components:\n\n")
+		}
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(kubectl, "kustomize", dir)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
+	}
+	objs, err := manifests.Decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// equivalences are the chart's values that stand for each kustomize build.
+var equivalences = []struct {
+	name, values string
+	kustomize    kustomization
+}{
+	{"default", "", kustomization{dir: "default"}},
+	{"ha", "ci/ha-values.yaml", kustomization{dir: "overlays/ha"}},
+	{"namespaced", "ci/namespaced-values.yaml", kustomization{dir: "overlays/namespaced"}},
+	{"configmapwatcher", "ci/configmapwatcher-values.yaml", kustomization{dir: "overlays/configmapwatcher"}},
+	{"myapp alone", "controllers: {verticalscaler: {enabled: false}, configmapwatcher: {enabled: false}}",
+		kustomization{resources: []string{"manager", "rbac"}, components: []string{"components/myapp"}}},
+	{"verticalscaler alone", "controllers: {myapp: {enabled: false}, configmapwatcher: {enabled: false}}",
+		kustomization{resources: []string{"manager", "rbac"}, components: []string{"components/verticalscaler"}}},
+	{"ServiceMonitor and NetworkPolicy", "metrics: {serviceMonitor: {enabled: true}}\nnetworkPolicy: {enabled: true}",
+		kustomization{resources: []string{"default", "prometheus", "network-policy"}}},
+}
+
+// values returns a case's values: a file of the chart's, or YAML.
+func caseValues(t *testing.T, values string) string {
+	if strings.HasSuffix(values, ".yaml") {
+		return valuesFile(t, values)
+	}
+	return values
+}
+
+// TestChartIsTheKustomizeBuild renders the chart with the values that stand for each kustomize
+// build and requires the same objects, apart from Helm's labels and annotations and the
+// Namespace, which `helm install --create-namespace` creates.
+func TestChartIsTheKustomizeBuild(t *testing.T) {
+	for _, tc := range equivalences {
+		t.Run(tc.name, func(t *testing.T) {
+			want := map[string]map[string]any{}
+			for _, obj := range tc.kustomize.build(t) {
+				switch obj.GetKind() {
+				case "Namespace":
+					continue
+				case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
+					// kustomize 5.5 does not know these kinds are cluster-scoped and gives them
+					// the kustomization's namespace, which the API server drops.
+					obj.SetNamespace("")
+				}
+				want[key(obj)] = normalize(t, obj)
+			}
+			got := map[string]map[string]any{}
+			for _, obj := range render(t, caseValues(t, tc.values)) {
+				if obj.GetKind() == "Namespace" {
+					t.Errorf("the chart renders the Namespace %s: Helm installs into a namespace that exists", obj.GetName())
+				}
+				if _, dup := got[key(obj)]; dup {
+					t.Errorf("the chart renders %s twice", key(obj))
+				}
+				got[key(obj)] = normalize(t, obj)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("the chart against the kustomize build (-kustomize +chart):\n%s", diff)
+			}
+		})
+	}
+}
+
+// key names an object: kind, namespace, name.
+func key(obj *unstructured.Unstructured) string {
+	return obj.GetKind() + " " + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// helmLabels are the labels Helm charts give every object (those of `helm create`), and
+// kustomize's counterpart, app.kubernetes.io/managed-by.
+var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
+
+// normalize returns the object without Helm's labels (and kustomize's managed-by), without
+// app.kubernetes.io/instance in the selectors, where the chart tells its releases apart, without
+// Helm's annotations (helm.sh/resource-policy), and with the manager's --controllers as the
+// sorted controllers it selects: kustomize names the last component twice.
+func normalize(t *testing.T, obj *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	out := obj.DeepCopy().Object
+	strip(out, "")
+	if obj.GetKind() != "Deployment" {
+		return out
+	}
+	containers, _, _ := unstructured.NestedSlice(out, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		c := c.(map[string]any)
+		args, _, _ := unstructured.NestedStringSlice(c, "args")
+		for i := range args {
+			if args[i] == "--controllers" && i+1 < len(args) {
+				args[i+1] = strings.Join(selected(t, args[i+1]), ",")
+			}
+		}
+		if err := unstructured.SetNestedStringSlice(c, args, "args"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unstructured.SetNestedSlice(out, containers, "spec", "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// strip removes Helm's labels and annotations from every metadata of v, and the instance label
+// from every map.
+func strip(v any, key string) {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, "app.kubernetes.io/instance")
+		if key == "metadata" {
+			if labels, ok := v["labels"].(map[string]any); ok {
+				for _, l := range helmLabels {
+					delete(labels, l)
+				}
+				if len(labels) == 0 {
+					delete(v, "labels")
+				}
+			}
+			if annotations, ok := v["annotations"].(map[string]any); ok {
+				for a := range annotations {
+					if strings.HasPrefix(a, "helm.sh/") {
+						delete(annotations, a)
+					}
+				}
+				if len(annotations) == 0 {
+					delete(v, "annotations")
+				}
+			}
+		}
+		for k, child := range v {
+			strip(child, k)
+		}
+	case []any:
+		for _, child := range v {
+			strip(child, "")
+		}
+	}
+}
+
+// selected returns the controllers --controllers=value runs, as the manager resolves it, sorted.
+func selected(t *testing.T, value string) []string {
+	t.Helper()
+	sel, err := controllers.Select(controllers.Table(), strings.Split(value, ","))
+	if err != nil {
+		t.Fatalf("the manager refuses --controllers %q: %v", value, err)
+	}
+	var names []string
+	for _, c := range sel {
+		names = append(names, c.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// managerDeployment returns the manager's Deployment among objs.
+func managerDeployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	for _, obj := range objs {
+		if obj.GetKind() == "Deployment" {
+			d := &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	t.Fatal("the chart renders no Deployment")
+	return nil
+}
+
+// TestEveryValueReachesTheManager sets every value that becomes a flag and checks, with the
+// manager's own flag parsing, that each arrives as meant.
+func TestEveryValueReachesTheManager(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	objs := render(t, `
+image: {repository: registry.example.com/switchboard, tag: v9.9.9, digest: `+digest+`, pullPolicy: Always}
+imagePullSecrets: [{name: regcred}]
+controllers:
+  configmapwatcher: {kinds: {cronjobs: false, daemonsets: false}, reloaderAnnotations: false, reloadDebounce: 50ms}
+replicaCount: 2
+leaderElection: {scope: controller, leaseDuration: 20s, renewDeadline: 15s, retryPeriod: 3s}
+watchNamespaces: [team-a, team-b]
+metrics: {enabled: false}
+logLevel: debug
+extraArgs: [--kube-api-qps=50, --kube-api-burst=80]
+priorityClassName: system-cluster-critical
+nodeSelector: {kubernetes.io/os: linux}
+`)
+	d := managerDeployment(t, objs)
+	opts, sel := testenv.ManagerOptions(t, d.Spec.Template.Spec.Containers[0].Args)
+	var names []string
+	for _, c := range sel.Controllers {
+		names = append(names, c.Name)
+	}
+	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets"}, names); diff != "" {
+		t.Errorf("controllers (-want +got):\n%s", diff)
+	}
+	got := map[string]any{
+		"leader-elect": opts.LeaderElect, "scope": opts.LeaderElectScope, "lease": opts.LeaseDuration, "renew": opts.RenewDeadline,
+		"retry": opts.RetryPeriod, "namespaces": opts.WatchNamespaces, "metrics": opts.MetricsBindAddress, "qps": opts.KubeAPIQPS,
+		"burst": opts.KubeAPIBurst,
+	}
+	want := map[string]any{
+		"leader-elect": true, "scope": "controller", "lease": 20 * time.Second, "renew": 15 * time.Second, "retry": 3 * time.Second,
+		"namespaces": "team-a,team-b", "metrics": "0", "qps": 50.0, "burst": 80,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the manager's options (-want +got):\n%s", diff)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	for _, arg := range []string{"--reloader-annotations=false", "--reload-debounce=50ms", "--zap-log-level=debug"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("args %q lack %s", c.Args, arg)
+		}
+	}
+	if want := "registry.example.com/switchboard:v9.9.9@" + digest; c.Image != want || c.ImagePullPolicy != corev1.PullAlways {
+		t.Errorf("image %s, pull policy %s; want %s, Always", c.Image, c.ImagePullPolicy, want)
+	}
+	spec := d.Spec.Template.Spec
+	if len(spec.ImagePullSecrets) != 1 || spec.PriorityClassName != "system-cluster-critical" || spec.NodeSelector["kubernetes.io/os"] != "linux" || *d.Spec.Replicas != 2 {
+		t.Errorf("pull secrets %v, priority class %q, node selector %v, replicas %d", spec.ImagePullSecrets, spec.PriorityClassName, spec.NodeSelector, *d.Spec.Replicas)
+	}
+	for _, obj := range objs {
+		if obj.GetKind() == "Service" || obj.GetKind() == "ClusterRoleBinding" && strings.HasPrefix(obj.GetName(), "switchboard-myapp") {
+			t.Errorf("%s: metrics off needs no Service, watched namespaces no ClusterRoleBinding", key(obj))
+		}
+	}
+}
+
+// TestSchemaRefusesBadValues installs the chart with values it must refuse, and requires
+// Helm's error to name the field.
+func TestSchemaRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct{ name, values, want string }{
+		{"an unknown controller", "controllers: {foo: {enabled: true}}", "at '/controllers': additional properties 'foo' not allowed"},
+		{"scope foo", "leaderElection: {scope: foo}", "at '/leaderElection/scope'"},
+		{"an unknown value", "replicas: 3", "additional properties 'replicas' not allowed"},
+		{"a bad digest", "image: {digest: latest}", "at '/image/digest'"},
+		{"a bad namespace", "watchNamespaces: [Team_A]", "at '/watchNamespaces/0'"},
+		{"a bad debounce", "controllers: {configmapwatcher: {reloadDebounce: soon}}", "at '/controllers/configmapwatcher/reloadDebounce'"},
+		{"a bad log level", "logLevel: verbose", "at '/logLevel'"},
+		{"a bad flag", "extraArgs: [verbose]", "at '/extraArgs/0'"},
+		{"the probes' port for metrics", "metrics: {port: 8081}", "at '/metrics/port'"},
+		{"root", "securityContext: {runAsUser: 0}", "at '/securityContext/runAsUser'"},
+		{"root allowed", "securityContext: {runAsNonRoot: false}", "at '/securityContext/runAsNonRoot'"},
+		{"root allowed in the Pod", "podSecurityContext: {runAsNonRoot: false}", "at '/podSecurityContext/runAsNonRoot'"},
+		{"a writable root filesystem", "securityContext: {readOnlyRootFilesystem: false}", "at '/securityContext/readOnlyRootFilesystem'"},
+		{"privilege escalation", "securityContext: {allowPrivilegeEscalation: true}", "at '/securityContext/allowPrivilegeEscalation'"},
+		{"privileged", "securityContext: {privileged: true}", "at '/securityContext/privileged'"},
+		{"capabilities kept", "securityContext: {capabilities: {drop: [NET_RAW]}}", "at '/securityContext/capabilities/drop'"},
+		{"capabilities added", "securityContext: {capabilities: {add: [SYS_ADMIN]}}", "at '/securityContext/capabilities/add/0'"},
+		// What the schema cannot say, the templates refuse, naming the values.
+		{"every controller off", "controllers: {myapp: {enabled: false}, verticalscaler: {enabled: false}, configmapwatcher: {enabled: false}}", "controllers: every controller is off"},
+		{"every kind off", "controllers: {configmapwatcher: {kinds: {deployments: false, statefulsets: false, daemonsets: false, cronjobs: false}}}", "controllers.configmapwatcher.kinds: every kind is off"},
+		{"replicas without leader election", "replicaCount: 3\nleaderElection: {enabled: false}", "replicaCount > 1 needs leaderElection.enabled"},
+		{"a Lease per controller without leader election", "leaderElection: {enabled: false, scope: controller}", "leaderElection.scope=controller needs leaderElection.enabled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := install(t, tc.values)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("installing with %s: %v; want an error with %q", tc.values, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNothingRunsAsRoot checks every Pod the chart renders, with each case's values: not root,
+// no privilege escalation, a read-only root filesystem, every capability dropped, seccomp.
+func TestNothingRunsAsRoot(t *testing.T) {
+	for _, tc := range equivalences {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, obj := range render(t, caseValues(t, tc.values)) {
+				if obj.GetKind() != "Deployment" {
+					continue
+				}
+				d := managerDeployment(t, []*unstructured.Unstructured{obj})
+				psc := d.Spec.Template.Spec.SecurityContext
+				if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+					t.Errorf("Pod security context %+v: want runAsNonRoot, seccomp RuntimeDefault", psc)
+				}
+				for _, c := range append(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers...) {
+					sc := c.SecurityContext
+					if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 ||
+						sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+						sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+						t.Errorf("container %s security context %+v: want non-root, read-only root filesystem, no privilege escalation, drop ALL", c.Name, sc)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCRDsFollowTheValues checks crds.install and crds.keep: the CRDs of the controllers on,
+// kept on uninstall by default, and none when not installed.
+func TestCRDsFollowTheValues(t *testing.T) {
+	count := func(objs []*unstructured.Unstructured) (crds, kept int) {
+		for _, obj := range objs {
+			if obj.GetKind() == "CustomResourceDefinition" {
+				crds++
+				if obj.GetAnnotations()["helm.sh/resource-policy"] == "keep" {
+					kept++
+				}
+			}
+		}
+		return crds, kept
+	}
+	for _, tc := range []struct {
+		values     string
+		crds, kept int
+	}{
+		{"", 3, 3},
+		{"crds: {keep: false}", 3, 0},
+		{"crds: {install: false}", 0, 0},
+	} {
+		if crds, kept := count(render(t, tc.values)); crds != tc.crds || kept != tc.kept {
+			t.Errorf("values %q: %d CRDs, %d kept; want %d, %d", tc.values, crds, kept, tc.crds, tc.kept)
+		}
+	}
+}
+
+// TestChartCopiesAreCurrent checks that the chart's copies of what controller-gen generates for
+// each component (its CRDs and RBAC, config/components/NAME) are the same files: `make
+// manifests` writes both.
+func TestChartCopiesAreCurrent(t *testing.T) {
+	var want, got []string
+	for dir, list := range map[string]*[]string{configDir: &want, filepath.Join(chartDir, "files"): &got} {
+		for _, pattern := range []string{"components/*/crd/*.yaml", "components/*/rbac/*.yaml"} {
+			matches, err := filepath.Glob(filepath.Join(dir, pattern))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range matches {
+				rel, err := filepath.Rel(dir, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				*list = append(*list, rel)
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("the chart's files/ against config/ (-config +chart): run `make manifests`\n%s", diff)
+	}
+	for _, rel := range want {
+		a, err := os.ReadFile(filepath.Join(configDir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(chartDir, "files", rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("charts/switchboard/files/%s is not config/%s: run `make manifests`", rel, rel)
+		}
+	}
+}
+
+// TestChartKnowsEveryController checks the chart's controllers against the manager's table: a
+// value per component, a kind per controller of the configmapwatcher's group.
+func TestChartKnowsEveryController(t *testing.T) {
+	c := loadChart(t)
+	groups := map[string][]string{}
+	var order []string
+	for _, row := range controllers.Table() {
+		g := row.Group
+		if g == "" {
+			g = row.Name
+		} else {
+			groups[g] = append(groups[g], strings.TrimPrefix(row.Name, g+"-"))
+		}
+		if !slices.Contains(order, g) {
+			order = append(order, g)
+		}
+	}
+	values := c.Values["controllers"].(map[string]any)
+	var got []string
+	for name := range values {
+		got = append(got, name)
+	}
+	sort.Strings(got)
+	want := slices.Clone(order)
+	sort.Strings(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the chart's controllers against the table (-table +chart):\n%s", diff)
+	}
+	for g, kinds := range groups {
+		var chartKinds []string
+		for k := range values[g].(map[string]any)["kinds"].(map[string]any) {
+			chartKinds = append(chartKinds, k)
+		}
+		sort.Strings(chartKinds)
+		sort.Strings(kinds)
+		if diff := cmp.Diff(kinds, chartKinds); diff != "" {
+			t.Errorf("the chart's %s kinds against the table (-table +chart):\n%s", g, diff)
+		}
+	}
+	// The templates list the components in the table's order, which --controllers and the
+	// leader election Role follow.
+	helpers := string(c.Templates[slices.IndexFunc(c.Templates, func(f *chart.File) bool { return f.Name == "templates/_helpers.tpl" })].Data)
+	if want := `list "` + strings.Join(order, `" "`) + `"`; !strings.Contains(helpers, want) {
+		t.Errorf("templates/_helpers.tpl does not list the components as the table does: %s", want)
+	}
+}
+
+// TestLint runs Helm's lint, strict, with the default values and each of ci/: no warning, no
+// error.
+func TestLint(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range append([]string{""}, files...) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			vals := map[string]any{}
+			if file != "" {
+				if vals, err = chartutil.ReadValuesFile(file); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lint := action.NewLint()
+			lint.Strict, lint.Namespace, lint.KubeVersion = true, namespace, kubeVersion
+			result := lint.Run([]string{chartDir}, vals)
+			for _, err := range result.Errors {
+				t.Errorf("lint: %v", err)
+			}
+			for _, m := range result.Messages {
+				if m.Severity >= support.WarningSev {
+					t.Errorf("lint: %s", m)
+				}
+			}
+		})
+	}
+}
