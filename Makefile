@@ -213,8 +213,11 @@ soak: $(LOCALCLUSTER_BINS) ## Run one replica for DURATION (default 1h) under st
 # Every benchmark is a Go benchmark; `bench` repeats each BENCH_COUNT times and
 # hack/benchreport reports the medians against the issues' targets in bench/report.md and
 # bench/report.json. Heavy scenarios read their sizes from SWITCHBOARD_BENCH_* variables.
+# The scale benchmarks (SCALE_PKGS) take hours at full size: `bench-scale` runs them, once;
+# `bench` leaves them out and `bench-smoke` runs them small like every other.
 BENCH_COUNT ?= 3
-BENCH_PKGS ?= ./...
+SCALE_PKGS ?= ./test/scale/
+BENCH_PKGS ?= $$(go list ./... | grep -v /test/scale$$)
 # Go modules of their own with benchmarks: hack/release's BenchmarkImage (the image's size against
 # the binary's, and a warm `make image`, in a clone of HEAD).
 BENCH_MODULES ?= hack/release
@@ -241,10 +244,24 @@ bench-smoke: envtest-assets ## Run every benchmark once at a small size, so that
 	@mkdir -p bench/tmp
 	{ SWITCHBOARD_BENCH_SMOKE=1 SWITCHBOARD_BENCH_MYAPPS=20 SWITCHBOARD_BENCH_WRITES=20 SWITCHBOARD_BENCH_STEADY=3 SWITCHBOARD_BENCH_AFTER=1 SWITCHBOARD_BENCH_MALFORMED=40 \
 		SWITCHBOARD_BENCH_WORKLOADS=5 SWITCHBOARD_BENCH_PODS=100 \
-		go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m $(BENCH_PKGS) && \
+		go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m $(BENCH_PKGS) $(SCALE_PKGS) && \
 	  for m in $(BENCH_MODULES); do (cd $$m && go test -run '^$$' -bench . -benchtime=1x -count=1 -timeout 30m ./...) || exit 1; done; } \
 		> bench/tmp/smoke-raw.txt 2>&1 || { tail -50 bench/tmp/smoke-raw.txt; exit 1; }
 	go run ./hack/benchreport -out bench/tmp/smoke < bench/tmp/smoke-raw.txt
+
+# SCALE_ENV sets the sizes, for example SCALE_ENV='SWITCHBOARD_BENCH_SCALE_MYAPPS=1000,30000';
+# SCALE_RUN picks benchmarks by name, as -bench does. The load average before and after each
+# scenario is in its figures (load1-start, load1-end): run it on a quiet machine.
+SCALE_ENV ?=
+SCALE_RUN ?= .
+
+.PHONY: bench-scale
+bench-scale: envtest-assets ## Run the scale benchmarks once at full size (1,000 to 30,000 objects per controller, each on a fresh control plane; about 3 hours) and write bench/scale/report.md.
+	@mkdir -p bench/scale bench/tmp
+	@uptime
+	$(SCALE_ENV) go test -run '^$$' -bench '$(SCALE_RUN)' -benchtime=1x -count=1 -timeout 600m -v $(SCALE_PKGS) 2>&1 | tee bench/tmp/scale-raw.txt | grep -E '^(Benchmark|---|ok|FAIL|PASS)|scale_test.go' || true
+	@uptime
+	go run ./hack/benchreport -out bench/scale < bench/tmp/scale-raw.txt
 
 ##@ Build and run
 

@@ -17,9 +17,9 @@ import (
 
 // TestCacheKeepsManagedFieldsOnlyWhereRead checks the per-kind transform: the kinds whose
 // managed fields a selected controller reads back before applying keep them in the cache (with
-// every controller: Deployments, Services); the others are stored without (MyApps,
-// VerticalScalers, and Deployments when the configmapwatcher runs alone). Deployments are
-// trimmed to what the configmapwatcher reads when it is the only controller watching them.
+// every controller: Deployments, which the verticalscaler reads); the others are stored without
+// (MyApps, VerticalScalers, and Deployments when the configmapwatcher runs alone). Deployments
+// are trimmed to what the configmapwatcher reads when it is the only controller watching them.
 func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 	for _, tc := range []struct {
 		controllers string
@@ -29,7 +29,7 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 		keep      map[string]bool // kind -> managed fields kept
 		trimmed   bool            // Deployments trimmed
 	}{
-		{"*", true, map[string]bool{"Deployment": true, "Service": true, "MyApp": false, "VerticalScaler": false}, false},
+		{"*", true, map[string]bool{"Deployment": true, "MyApp": false, "VerticalScaler": false}, false},
 		{"configmapwatcher", false, map[string]bool{"Deployment": false}, true},
 		{"configmapwatcher-deployments", false, map[string]bool{"Deployment": false}, true},
 	} {
@@ -38,7 +38,7 @@ func TestCacheKeepsManagedFieldsOnlyWhereRead(t *testing.T) {
 			ns := createCachedObjects(t, tc.withMyApp)
 			ctx := context.Background()
 			key := client.ObjectKey{Namespace: ns, Name: "cached"}
-			objects := map[string]client.Object{"Deployment": &appsv1.Deployment{}, "Service": &corev1.Service{},
+			objects := map[string]client.Object{"Deployment": &appsv1.Deployment{},
 				"MyApp": &v1alpha1.MyApp{}, "VerticalScaler": &v1alpha1.VerticalScaler{}}
 			for kind, keep := range tc.keep {
 				obj := objects[kind]

@@ -130,7 +130,7 @@ func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Option
 		Log:           mgr.GetLogger().WithName("leases"),
 		// Replicas of the other scope (a rollout that switches scopes) hold the manager's
 		// Lease: no group runs here while one of them leads.
-		Defer: leases.NewDeferral(clientset.CoordinationV1(), namespace, []string{LeaderElectionID}),
+		Defer: leases.NewDeferral(clientset.CoordinationV1(), namespace, []string{o.managerLeaseName()}),
 	})
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Option
 		return nil, err
 	}
 	for _, g := range w.groups {
-		lease := leases.LeaseName(LeaseNamePrefix, g.name)
+		lease := leases.LeaseName(o.groupLeasePrefix(), g.name)
 		election := manager.RunnableFunc(func(ctx context.Context) error {
 			return replica.Run(ctx, g.name, lease, w.term(ctx, g))
 		})
@@ -307,23 +307,23 @@ func (o *Options) ManagerLeaseLock(cfg *rest.Config, sel Selection) (resourceloc
 		return nil, fmt.Errorf("creating the Lease client: %w", err)
 	}
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: LeaderElectionID},
+		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: o.managerLeaseName()},
 		Client:     clientset.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
 	log := ctrl.Log.WithName("leader-election")
-	groups := LeaseNames(sel.Controllers)[1:]
+	groups := LeaseNames(sel.Controllers, o.LeaderElectResourceName)[1:]
 	return leases.NewDeferringLock(lock, leases.NewDeferral(clientset.CoordinationV1(), namespace, groups), o.RetryPeriod,
 		func(msg string, kv ...any) { log.Info(msg, kv...) }), nil
 }
 
-// LeaseNames returns the names of the Leases a manager running controllers may hold, for the
-// RBAC that names them: the manager's (LeaderElectionID, --leader-elect-scope=manager) and one
-// per controller group (--leader-elect-scope=controller).
-func LeaseNames(controllers []Controller) []string {
-	names := []string{LeaderElectionID}
+// LeaseNames returns the names of the Leases a manager running controllers may hold with
+// --leader-elect-resource-name=resourceName, for the RBAC that names them: the manager's
+// (--leader-elect-scope=manager) and one per controller group (--leader-elect-scope=controller).
+func LeaseNames(controllers []Controller, resourceName string) []string {
+	names := []string{managerLeaseName(resourceName)}
 	for _, g := range groupsOf(controllers, Controller.leaseGroup) {
-		names = append(names, leases.LeaseName(LeaseNamePrefix, g.name))
+		names = append(names, leases.LeaseName(groupLeasePrefix(resourceName), g.name))
 	}
 	return names
 }

@@ -35,8 +35,13 @@ func TestGroupsOf(t *testing.T) {
 // what the leader election Role must name.
 func TestLeaseNames(t *testing.T) {
 	want := []string{"switchboard.app.example.com", "switchboard-myapp", "switchboard-verticalscaler", "switchboard-configmapwatcher"}
-	if diff := cmp.Diff(want, LeaseNames(Table())); diff != "" {
+	if diff := cmp.Diff(want, LeaseNames(Table(), "")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// A shard's own names.
+	want = []string{"switchboard-shard1", "switchboard-shard1-myapp", "switchboard-shard1-verticalscaler", "switchboard-shard1-configmapwatcher"}
+	if diff := cmp.Diff(want, LeaseNames(Table(), "switchboard-shard1")); diff != "" {
+		t.Errorf("with --leader-elect-resource-name=switchboard-shard1 (-want +got):\n%s", diff)
 	}
 }
 
@@ -55,6 +60,12 @@ func TestLeaderElectionFlags(t *testing.T) {
 		{"lease not longer than the renew deadline", func(o *Options) { o.LeaseDuration = o.RenewDeadline }, false},
 		{"no retry period", func(o *Options) { o.RetryPeriod = 0 }, false},
 		{"lease of a fraction of a second", func(o *Options) { o.LeaseDuration = 15500 * time.Millisecond }, false},
+		{"a shard without Leases of its own", func(o *Options) { o.LeaderElect, o.WatchLabelSelector = true, "sharding.fluxcd.io/key=shard1" }, false},
+		{"a shard with Leases of its own", func(o *Options) {
+			o.LeaderElect, o.WatchLabelSelector, o.LeaderElectResourceName = true, "sharding.fluxcd.io/key=shard1", "switchboard-shard1"
+		}, true},
+		{"a shard without election", func(o *Options) { o.WatchLabelSelector = "sharding.fluxcd.io/key=shard1" }, true},
+		{"a Lease name that is not one", func(o *Options) { o.LeaderElectResourceName = "Shard_1" }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -87,11 +88,15 @@ type Options struct {
 	RenewDeadline           time.Duration
 	RetryPeriod             time.Duration
 	LeaderElectionNamespace string
+	// LeaderElectResourceName names the Leases of this installation; empty, LeaderElectionID
+	// and LeaseNamePrefix + group.
+	LeaderElectResourceName string
 	// LeaderElectionIdentity names this replica in the Leases of --leader-elect-scope=controller.
 	// It has no flag: empty means the host name and a random suffix, unique per process; tests
 	// that run several replicas in one process set it to tell them apart.
 	LeaderElectionIdentity string
 	WatchNamespaces        string
+	WatchLabelSelector     string
 	KubeAPIQPS             float64
 	KubeAPIBurst           int
 	SyncPeriod             time.Duration
@@ -172,6 +177,7 @@ func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
 		section("Cluster", func(fs *flag.FlagSet) {
 			config.RegisterFlags(fs) // --kubeconfig, read by ctrl.GetConfig
 			fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch; empty watches all.")
+			fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the objects this manager caches and reconciles, of every kind it watches through its cache (a shard): for example 'sharding.fluxcd.io/key=shard1', or '!sharding.fluxcd.io/key' for the objects of no shard. myapp copies the labels it names from a MyApp to its Deployment and Service. Empty watches every object.")
 			fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the API server, per kind; 0 or less means no client-side limit (the API server's Priority and Fairness still applies).")
 			fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server above --kube-api-qps; used only when --kube-api-qps is positive.")
 			fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often the informers relist every watched object from the API server.")
@@ -192,6 +198,7 @@ func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
 			fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long a leader keeps trying to renew its Lease before it stops its controllers; shorter than --leader-elect-lease-duration.")
 			fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to take a Lease and leaders renew theirs.")
 			fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Leases; by default the manager's own namespace.")
+			fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", o.LeaderElectResourceName, "Name of this installation's Leases: NAME with --leader-elect-scope=manager, NAME-<group> with 'controller'. Each shard (--watch-label-selector) needs its own; empty is "+LeaderElectionID+" and "+LeaseNamePrefix+"<group>.")
 		}),
 		section("Channel sources", func(fs *flag.FlagSet) {
 			fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval, "How often the periodic source re-enqueues every primary object of each controller; 0 turns it off.")
@@ -337,6 +344,9 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 	if _, err := o.namespaces(); err != nil {
 		return Selection{}, err
 	}
+	if _, err := o.labelSelector(); err != nil {
+		return Selection{}, err
+	}
 	switch {
 	case math.IsNaN(o.KubeAPIQPS) || math.IsInf(o.KubeAPIQPS, 0):
 		return Selection{}, fmt.Errorf("--kube-api-qps must be a finite number, got %v", o.KubeAPIQPS)
@@ -418,8 +428,39 @@ func (o *Options) validateLeaderElection() error {
 		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s): a leader must stop before another may start", o.LeaseDuration, o.RenewDeadline)
 	case o.LeaseDuration%time.Second != 0:
 		return fmt.Errorf("--leader-elect-lease-duration must be a whole number of seconds (a Lease stores seconds), got %s", o.LeaseDuration)
+	case o.LeaderElect && o.WatchLabelSelector != "" && o.LeaderElectResourceName == "":
+		return errors.New("--watch-label-selector with --leader-elect needs --leader-elect-resource-name: the replicas of one shard must not compete for the Leases of another")
+	}
+	if o.LeaderElectResourceName != "" {
+		if errs := validation.IsDNS1123Subdomain(o.LeaderElectResourceName); len(errs) > 0 {
+			return fmt.Errorf("--leader-elect-resource-name: %q is not a Lease name: %s", o.LeaderElectResourceName, strings.Join(errs, "; "))
+		}
 	}
 	return nil
+}
+
+// managerLeaseName is the name of the Lease of --leader-elect-scope=manager.
+func (o *Options) managerLeaseName() string { return managerLeaseName(o.LeaderElectResourceName) }
+
+// groupLeasePrefix starts the name of each group's Lease with --leader-elect-scope=controller.
+func (o *Options) groupLeasePrefix() string { return groupLeasePrefix(o.LeaderElectResourceName) }
+
+// managerLeaseName is the name of the Lease of --leader-elect-scope=manager when
+// --leader-elect-resource-name is resourceName.
+func managerLeaseName(resourceName string) string {
+	if resourceName != "" {
+		return resourceName
+	}
+	return LeaderElectionID
+}
+
+// groupLeasePrefix starts the name of each group's Lease with --leader-elect-scope=controller
+// when --leader-elect-resource-name is resourceName.
+func groupLeasePrefix(resourceName string) string {
+	if resourceName != "" {
+		return resourceName + "-"
+	}
+	return LeaseNamePrefix
 }
 
 // perControllerLeases says whether each controller group is elected through a Lease of its own.
@@ -457,6 +498,36 @@ func (o *Options) namespaces() (map[string]cache.Config, error) {
 		out[ns] = cache.Config{}
 	}
 	return out, nil
+}
+
+// labelSelector parses --watch-label-selector; nil when it is empty.
+func (o *Options) labelSelector() (labels.Selector, error) {
+	if strings.TrimSpace(o.WatchLabelSelector) == "" {
+		return nil, nil
+	}
+	selector, err := labels.Parse(o.WatchLabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--watch-label-selector: %w", err)
+	}
+	return selector, nil
+}
+
+// shardLabels returns the label keys --watch-label-selector names: the labels that decide a
+// MyApp's shard, which myapp copies to the objects it creates so that they fall in the same
+// shard.
+func (o *Options) shardLabels() []string {
+	selector, _ := o.labelSelector()
+	if selector == nil {
+		return nil
+	}
+	requirements, _ := selector.Requirements()
+	var keys []string
+	for _, r := range requirements {
+		if !slices.Contains(keys, r.Key()) {
+			keys = append(keys, r.Key())
+		}
+	}
+	return keys
 }
 
 // NewScheme returns a scheme with the built-in kinds and Switchboard's.
@@ -515,7 +586,7 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 		// With a Lease per controller group the manager itself runs unelected, and Wire elects
 		// each group.
 		LeaderElection:          o.LeaderElect && !o.perControllerLeases(),
-		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionID:        o.managerLeaseName(),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaseDuration:           &o.LeaseDuration,
 		RenewDeadline:           &o.RenewDeadline,
@@ -534,11 +605,17 @@ func (o *Options) ManagerOptions(scheme *runtime.Scheme, sel Selection) ctrl.Opt
 // the kinds it transforms are named: naming a kind makes the cache look it up at start, and
 // the CRD of a controller that is not selected need not be installed.
 func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Controller) cache.Options {
+	// Resolve has parsed it.
+	selector, _ := o.labelSelector()
 	keepManagedFields := map[string]bool{}
+	unsharded := map[string]bool{}
 	watchers := map[string]int{}
 	for _, c := range selected {
 		for _, obj := range c.ReadsManagedFieldsOf {
 			keepManagedFields[kindOf(obj)] = true
+		}
+		for _, obj := range c.Unsharded {
+			unsharded[kindOf(obj)] = selector != nil
 		}
 		for _, obj := range c.watchedObjects() {
 			watchers[kindOf(obj)]++
@@ -563,7 +640,10 @@ func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Co
 					entry.Namespaces, entry.Field = narrowed.Namespaces, narrowed.Field
 				}
 			}
-			if entry.Transform == nil && entry.Namespaces == nil && entry.Field == nil {
+			if unsharded[kind] {
+				entry.Label = labels.Everything()
+			}
+			if entry.Transform == nil && entry.Namespaces == nil && entry.Field == nil && entry.Label == nil {
 				continue
 			}
 			seen[kind] = true
@@ -573,7 +653,11 @@ func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Co
 	return cache.Options{
 		SyncPeriod:        &o.SyncPeriod,
 		DefaultNamespaces: namespaces,
-		ByObject:          byObject,
+		// A shard's manager caches only the shard's objects, of every kind: the primary objects
+		// and what they own (myapp labels its Deployments and Services like their MyApp), and
+		// the Deployments VerticalScalers name, which carry their VerticalScaler's labels.
+		DefaultLabelSelector: selector,
+		ByObject:             byObject,
 	}
 }
 

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -35,7 +35,7 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 		{"*", []string{"CronJob", "DaemonSet", "Job", "MyApp", "Pod", "ReplicaSet", "Rollout", "StatefulSet", "VerticalScaler"}},
 		{"configmapwatcher", []string{"CronJob", "DaemonSet", "Deployment", "Job", "Rollout", "StatefulSet"}},
 		{"configmapwatcher-statefulsets", []string{"StatefulSet"}},
-		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "Job", "MyApp", "Rollout", "StatefulSet"}},
+		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "Deployment", "Job", "MyApp", "Rollout", "StatefulSet"}},
 		{"myapp", []string{"MyApp"}},
 		{"verticalscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
 	} {
@@ -58,10 +58,36 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 	}
 }
 
+// TestShardCachesUnshardedKindsWhole: with --watch-label-selector, every kind but those a row
+// says carry no shard label is cached through the selector; the verticalscaler's Pods and
+// ReplicaSets, which take their labels from a Pod template, are cached whole.
+func TestShardCachesUnshardedKindsWhole(t *testing.T) {
+	o := NewOptions()
+	o.Controllers = "verticalscaler"
+	o.WatchLabelSelector = "sharding.fluxcd.io/key=shard1"
+	sel, err := o.Resolve(Table())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheOpts := o.ManagerOptions(NewScheme(), sel).Cache
+	if got := cacheOpts.DefaultLabelSelector.String(); got != o.WatchLabelSelector {
+		t.Errorf("default label selector %q, want %q", got, o.WatchLabelSelector)
+	}
+	got := map[string]string{}
+	for obj, entry := range cacheOpts.ByObject {
+		if entry.Label != nil {
+			got[kindOf(obj)] = entry.Label.String()
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"Pod": "", "ReplicaSet": ""}, got); diff != "" {
+		t.Errorf("kinds cached through a selector of their own (-want +got):\n%s", diff)
+	}
+}
+
 // TestCacheScopes: the configmapwatcher's scope flags narrow what the cache lists of the
 // workload kinds it alone watches (--namespaces-to-ignore as a field selector, the manager's
 // namespaces without the ignored ones), and leave alone a kind another controller watches
-// whole (Deployments, with myapp).
+// whole (Deployments, with the verticalscaler, which reads their managed fields).
 func TestCacheScopes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -74,8 +100,9 @@ func TestCacheScopes(t *testing.T) {
 			map[string]string{"Deployment": "[] metadata.namespace!=kube-system,metadata.namespace!=noisy"}},
 		{"watched namespaces without the ignored ones", []string{"--controllers=configmapwatcher-deployments", "--watch-namespaces=a,b,noisy", "--namespaces-to-ignore=noisy"},
 			map[string]string{"Deployment": "[a b] "}},
-		{"a kind another controller watches whole is not narrowed", []string{"--controllers=configmapwatcher-deployments,configmapwatcher-jobs,myapp", "--namespaces-to-ignore=noisy"},
-			map[string]string{"Job": "[] metadata.namespace!=noisy", "MyApp": "[] "}},
+		{"a kind another controller watches whole is not narrowed", []string{"--controllers=configmapwatcher-deployments,configmapwatcher-jobs,verticalscaler", "--namespaces-to-ignore=noisy"},
+			map[string]string{"Job": "[] metadata.namespace!=noisy", "VerticalScaler": "[] ", "Pod": "[] ", "ReplicaSet": "[] ",
+				"StatefulSet": "[] ", "DaemonSet": "[] ", "CronJob": "[] "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			table := Table()

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -67,6 +68,11 @@ type Controller struct {
 	// (client-go's Extract helpers) to see whether an apply would change anything. The cache
 	// strips managed fields from every other kind: a Deployment's can be several KiB.
 	ReadsManagedFieldsOf []client.Object
+	// Unsharded are the watched kinds whose objects carry no shard label (a workload's Pods and
+	// ReplicaSets take their labels from its Pod template, not from it): a manager with
+	// --watch-label-selector caches every object of these kinds, since the shard's workloads
+	// own some of them.
+	Unsharded []client.Object
 	// Trims keep, of a watched kind, only what the controller reads. The cache applies a trim
 	// only when this is the only selected controller that watches the kind, and the trim then
 	// replaces the managed-fields rule above.
@@ -207,14 +213,13 @@ func Table() []Controller {
 			DefaultWorkers: 4,
 			For:            &v1alpha1.MyApp{},
 			ForPredicates:  []predicate.Predicate{myapp.SpecOrDeletionChanged()},
-			Watches: []Watch{
-				{Object: &appsv1.Deployment{}, How: Owns, Predicates: []predicate.Predicate{myapp.NotCreated()}},
-				{Object: &corev1.Service{}, How: Owns, Predicates: []predicate.Predicate{myapp.NotCreated()}},
-			},
-			Sources:              []sources.Name{sources.Periodic, sources.HTTPTrigger},
-			ReadsManagedFieldsOf: []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
-			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
-				return &myapp.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(myapp.ControllerName)}, nil
+			// Its Deployments and Services are watched metadata-only and not cached: a reconcile
+			// reads the two it needs from the API server (myapp.OwnedChanges).
+			Watches: []Watch{ownedWatch(appsv1.SchemeGroupVersion.WithKind("Deployment")), ownedWatch(corev1.SchemeGroupVersion.WithKind("Service"))},
+			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
+			New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {
+				return &myapp.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+					Recorder: mgr.GetEventRecorder(myapp.ControllerName), ShardLabels: o.shardLabels()}, nil
 			},
 		},
 		{
@@ -250,16 +255,17 @@ func Table() []Controller {
 				},
 			}},
 			ReadsManagedFieldsOf: verticalscaler.ManagedFieldsKinds(),
+			Unsharded:            []client.Object{&appsv1.ReplicaSet{}, &corev1.Pod{}},
 			Trims: []Trim{{Object: &appsv1.ReplicaSet{}, Transform: verticalscaler.TrimReplicaSet},
 				{Object: &corev1.Pod{}, Transform: verticalscaler.TrimPod}},
-			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
+			New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {
 				clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 				if err != nil {
 					return nil, fmt.Errorf("creating the clientset: %w", err)
 				}
 				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports,
 					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName), Discovery: clientset.Discovery(),
-					CoreV1: clientset.CoreV1().RESTClient(), Limits: scaling.UpdateLimits()}, nil
+					CoreV1: clientset.CoreV1().RESTClient(), Limits: scaling.UpdateLimits(), Shard: o.WatchLabelSelector}, nil
 			},
 		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of
@@ -327,6 +333,16 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 			return configmapwatcher.NewReconciler(shared, mgr, slices.Sorted(maps.Keys(namespaces)), k, flags.Settings(o.managerNamespace()))
 		},
 	}
+}
+
+// ownedWatch is myapp's watch of the objects of kind gvk that MyApps control: metadata only,
+// uncached, restricted to the shard's labels.
+func ownedWatch(gvk schema.GroupVersionKind) Watch {
+	resource := gvk.GroupVersion().WithResource(strings.ToLower(gvk.Kind) + "s")
+	return Watch{Object: metadataOnly(gvk), How: Uncached,
+		Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
+			return myapp.OwnedChanges(mgr, namespaces, resource, o.WatchLabelSelector)
+		}}
 }
 
 // metadataOnly returns the object of a metadata-only watch of gvk.

@@ -26,6 +26,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -90,6 +91,9 @@ func TestOverlays(t *testing.T) {
 			t.Run("optional", func(t *testing.T) { checkOptional(t, objs, optional) })
 			if dir == filepath.Join("overlays", "ha") {
 				t.Run("ha", func(t *testing.T) { checkHA(t, objs) })
+			}
+			if dir == filepath.Join("overlays", "sharded") {
+				t.Run("shards", func(t *testing.T) { checkShards(t, objs) })
 			}
 		})
 	}
@@ -526,9 +530,9 @@ func checkSecurity(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 }
 
-// checkLeaseRBAC checks that the leader election Role lets the manager create Leases and get,
-// update and patch exactly the Leases it may hold with the listed controllers: the manager's and
-// one per controller group.
+// checkLeaseRBAC checks that the leader election Role lets the managers create Leases and get,
+// update and patch exactly the Leases they may hold with the listed controllers: each manager's
+// and one per controller group.
 func checkLeaseRBAC(t *testing.T, objs []*unstructured.Unstructured, components []string) {
 	var selected []controllers.Controller
 	for _, c := range controllers.Table() {
@@ -536,7 +540,11 @@ func checkLeaseRBAC(t *testing.T, objs []*unstructured.Unstructured, components 
 			selected = append(selected, c)
 		}
 	}
-	want := controllers.LeaseNames(selected)
+	// Every manager's: a shard names its own (--leader-elect-resource-name).
+	var want []string
+	for _, d := range find[appsv1.Deployment](t, objs, "Deployment") {
+		want = append(want, controllers.LeaseNames(selected, leaseResourceName(t, container(t, d)))...)
+	}
 	sort.Strings(want)
 	var election *rbacv1.Role
 	for _, role := range find[rbacv1.Role](t, objs, "Role") {
@@ -633,6 +641,71 @@ func checkHA(t *testing.T, objs []*unstructured.Unstructured) {
 	if !opts.LeaderElect || opts.LeaderElectScope != controllers.ScopeController {
 		t.Errorf("--leader-elect %v --leader-elect-scope %q, want a Lease per controller group", opts.LeaderElect, opts.LeaderElectScope)
 	}
+}
+
+// checkShards checks what config/overlays/sharded promises: managers that differ only in the
+// objects they take (--watch-label-selector) and the Leases they elect their leader with, whose
+// selectors split any object among them, exactly one each, and whose Deployments select their
+// own Pods alone.
+func checkShards(t *testing.T, objs []*unstructured.Unstructured) {
+	deployments := find[appsv1.Deployment](t, objs, "Deployment")
+	if len(deployments) != 3 {
+		t.Fatalf("%d Deployments, want three: shard1, shard2 and the rest", len(deployments))
+	}
+	reference := container(t, deployments[0])
+	var selectors []labels.Selector
+	leases := map[string]bool{}
+	for _, d := range deployments {
+		c := container(t, d)
+		opts, _ := testenv.ManagerOptions(t, c.Args)
+		selector, err := labels.Parse(opts.WatchLabelSelector)
+		if err != nil || opts.WatchLabelSelector == "" {
+			t.Fatalf("Deployment %s: --watch-label-selector %q: %v", d.Name, opts.WatchLabelSelector, err)
+		}
+		selectors = append(selectors, selector)
+		if !opts.LeaderElect || leases[opts.LeaderElectResourceName] {
+			t.Errorf("Deployment %s: --leader-elect %v, Leases %q shared with another shard", d.Name, opts.LeaderElect, opts.LeaderElectResourceName)
+		}
+		leases[opts.LeaderElectResourceName] = true
+		// The same manager but for its shard's flags.
+		if diff := cmp.Diff(withoutShardArgs(reference), withoutShardArgs(c)); diff != "" {
+			t.Errorf("Deployment %s's manager differs from %s's (-%s +%s):\n%s", d.Name, deployments[0].Name, deployments[0].Name, d.Name, diff)
+		}
+		for _, other := range deployments {
+			if other.Name != d.Name && labels.SelectorFromSet(d.Spec.Selector.MatchLabels).Matches(labels.Set(other.Spec.Template.Labels)) {
+				t.Errorf("Deployment %s selects the Pods of %s", d.Name, other.Name)
+			}
+		}
+	}
+	testenv.OneShardEach(t, selectors, labels.Set{}, labels.Set{"team": "blue"}, labels.Set{"sharding.fluxcd.io/key": "shard1"},
+		labels.Set{"sharding.fluxcd.io/key": "shard2"}, labels.Set{"sharding.fluxcd.io/key": "shard3"}, labels.Set{"sharding.fluxcd.io/key": ""})
+}
+
+// container returns the container "manager" of d.
+func container(t *testing.T, d *appsv1.Deployment) corev1.Container {
+	t.Helper()
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "manager" {
+			return c
+		}
+	}
+	t.Fatalf("Deployment %s has no container manager", d.Name)
+	return corev1.Container{}
+}
+
+// leaseResourceName returns the --leader-elect-resource-name of the manager in c.
+func leaseResourceName(t *testing.T, c corev1.Container) string {
+	t.Helper()
+	opts, _ := testenv.ManagerOptions(t, c.Args)
+	return opts.LeaderElectResourceName
+}
+
+// withoutShardArgs returns c without the args that set a shard apart.
+func withoutShardArgs(c corev1.Container) corev1.Container {
+	c.Args = slices.DeleteFunc(slices.Clone(c.Args), func(arg string) bool {
+		return strings.HasPrefix(arg, "--watch-label-selector=") || strings.HasPrefix(arg, "--leader-elect-resource-name=")
+	})
+	return c
 }
 
 func sortedCopy(s []string) []string {

@@ -2,14 +2,12 @@ package configmapwatcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,12 +16,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/example/switchboard/controllers/internal/metawatch"
 	"github.com/example/switchboard/internal/podrefs"
 )
-
-// errResourceVersionGone ends a watch whose resourceVersion the API server no longer has: the
-// events since then are lost, and only a new list and a resync can make up for them.
-var errResourceVersionGone = errors.New("resourceVersion gone")
 
 // changes is the source of one kind of source objects (ConfigMaps or Secrets) that the
 // controllers of every workload kind share: one metadata-only watch per namespace that stores
@@ -31,14 +26,12 @@ var errResourceVersionGone = errors.New("resourceVersion gone")
 // mapped by each controller to its workloads that may roll on it (through the shared index on
 // its cache), and those are queued once they have seen no change for the debounce delay.
 //
-// An informer would keep every ConfigMap and Secret of the cluster in memory (as metadata, but
-// still some hundreds of bytes each) only to replay them after a relist. These controllers need
-// none of that state: the record on each workload says what it last rolled to, and Reconcile
-// reads the few sources it needs from the API server. So the watch starts at the collection's
-// current resourceVersion, read with a one-item list, and resumes from the last resourceVersion
-// it saw (bookmarks keep it fresh) when the connection drops. When the API server no longer has
-// that resourceVersion, events were lost: the watch starts over and every controller enqueues
-// every opted-in workload of the namespace, which is what an informer's relist would amount to.
+// An informer would keep every ConfigMap and Secret of the cluster in memory only to replay
+// them after a relist. These controllers need none of that state: the record on each workload
+// says what it last rolled to, and Reconcile reads the few sources it needs from the API
+// server. So each namespace's watch is a metawatch.Watch, and when it lost events every
+// controller enqueues every opted-in workload of the namespace, which is what an informer's
+// relist would amount to.
 //
 // The watch runs while at least one controller is registered, so that controllers with their
 // own lifetimes (a leader election each) share it safely. Each controller's source is a syncing
@@ -98,7 +91,7 @@ func newChanges(kind podrefs.SourceKind, c metadata.Interface, namespaces []stri
 		client:     c,
 		namespaces: namespaces,
 		selector:   metav1.ListOptions{LabelSelector: selector.LabelSelector, FieldSelector: selector.FieldSelector},
-		retry:      wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second},
+		retry:      metawatch.DefaultRetry,
 		log:        log.WithValues("watch", string(kind)),
 		consumers:  map[*consumer]bool{},
 	}
@@ -154,52 +147,18 @@ func (c *changes) snapshot() []*consumer {
 	return out
 }
 
-// run watches the objects of namespace until ctx ends, starting over from a new list when the
-// watch's resourceVersion is gone. started is done once it has its first starting point, or
-// when it stops before.
+// run watches the objects of namespace until ctx ends (metawatch.Watch), starting over from a
+// new list and a resync when the watch's resourceVersion is gone. started is done once it has
+// its first starting point, or when it stops before.
 func (c *changes) run(ctx context.Context, namespace string, started *sync.WaitGroup) {
-	log := c.log.WithValues("namespace", namespace)
-	first := true
-	defer func() {
-		if first {
-			started.Done() // stopped before its starting point: nobody must wait forever
-		}
-	}()
-	backoff := c.retry
-	for ctx.Err() == nil {
-		rv, err := c.currentResourceVersion(ctx, namespace)
-		if ctx.Err() != nil {
-			return // stopping: the error, if any, is the cancellation
-		}
-		if err != nil {
-			log.Error(err, "Listing "+string(c.kind)+"s failed; retrying")
-			sleep(ctx, backoff.Step())
-			continue
-		}
-		if first {
-			first = false
-			started.Done()
-		} else if err := c.resync(ctx, namespace); err != nil {
-			log.Error(err, "Resyncing after the "+string(c.kind)+" watch lost events failed; retrying")
-			sleep(ctx, backoff.Step())
-			continue
-		}
-		backoff = c.retry
-		err = c.follow(ctx, namespace, rv)
-		log.V(1).Info(string(c.kind)+" watch starts over", "reason", err)
-	}
-}
-
-// currentResourceVersion reads the resourceVersion of namespace's objects with a list of at
-// most one item.
-func (c *changes) currentResourceVersion(ctx context.Context, namespace string) (string, error) {
-	opts := c.selector
-	opts.Limit = 1
-	list, err := c.client.Resource(c.resource).Namespace(namespace).List(ctx, opts)
-	if err != nil {
-		return "", err
-	}
-	return list.ResourceVersion, nil
+	w := &metawatch.Watch{Client: c.client, Resource: c.resource, Namespace: namespace, Retry: c.retry,
+		LabelSelector: c.selector.LabelSelector, FieldSelector: c.selector.FieldSelector,
+		Log: c.log.WithValues("namespace", namespace),
+		OnEvent: func(ctx context.Context, _ watch.EventType, obj *metav1.PartialObjectMetadata) {
+			c.dispatch(ctx, podrefs.Source{Kind: c.kind, Name: obj.Name}, obj.Namespace)
+		},
+		OnLost: func(ctx context.Context) error { return c.resync(ctx, namespace) }}
+	w.Run(ctx, started.Done)
 }
 
 // resync makes every consumer enqueue every opted-in workload of namespace, for the events a
@@ -217,72 +176,6 @@ func (c *changes) resync(ctx context.Context, namespace string) error {
 			"namespace", namespace, "controller", cons.name, "workloads", len(requests))
 	}
 	return nil
-}
-
-// follow watches namespace's objects from rv, reconnecting from the last resourceVersion seen,
-// until ctx ends or that resourceVersion is gone. It returns why it stopped.
-func (c *changes) follow(ctx context.Context, namespace, rv string) error {
-	backoff := c.retry
-	for ctx.Err() == nil {
-		opts := c.selector
-		opts.ResourceVersion, opts.AllowWatchBookmarks = rv, true
-		w, err := c.client.Resource(c.resource).Namespace(namespace).Watch(ctx, opts)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return context.Cause(ctx) // stopping
-		case resourceVersionGone(err):
-			return errResourceVersionGone
-		case err != nil:
-			c.log.Error(err, "Watching "+string(c.kind)+"s failed; retrying", "namespace", namespace)
-			sleep(ctx, backoff.Step())
-			continue
-		}
-		last := rv
-		rv, err = c.drain(ctx, w, rv)
-		if errors.Is(err, errResourceVersionGone) {
-			return err
-		}
-		// A watch that ended at once, or with an error, waits before the next: an API server
-		// that closes every watch must not get a request loop.
-		if err != nil || rv == last {
-			c.log.V(1).Info(string(c.kind)+" watch ended; resuming", "namespace", namespace, "resourceVersion", rv, "reason", err)
-			sleep(ctx, backoff.Step())
-			continue
-		}
-		backoff = c.retry
-	}
-	return context.Cause(ctx)
-}
-
-// drain handles w's events until it ends, and returns the last resourceVersion seen with the
-// reason the watch ended (nil when the API server closed it).
-func (c *changes) drain(ctx context.Context, w watch.Interface, rv string) (string, error) {
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return rv, context.Cause(ctx)
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return rv, nil
-			}
-			if ev.Type == watch.Error {
-				err := apierrors.FromObject(ev.Object)
-				if resourceVersionGone(err) {
-					return rv, errResourceVersionGone
-				}
-				return rv, err
-			}
-			obj, ok := ev.Object.(*metav1.PartialObjectMetadata)
-			if !ok {
-				return rv, fmt.Errorf("unexpected %T in the %s watch", ev.Object, c.kind)
-			}
-			rv = obj.ResourceVersion
-			if ev.Type != watch.Bookmark {
-				c.dispatch(ctx, podrefs.Source{Kind: c.kind, Name: obj.Name}, obj.Namespace)
-			}
-		}
-	}
 }
 
 // dispatch queues, in every consumer, the workloads that may roll on src, once they have seen no
@@ -351,22 +244,6 @@ func (d *debouncer) add(req reconcile.Request) {
 	d.pending[req] = p
 }
 
-// resourceVersionGone tells whether err says that the API server no longer has the
-// resourceVersion a watch asked for.
-func resourceVersionGone(err error) bool {
-	return apierrors.IsGone(err) || apierrors.IsResourceExpired(err)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 // changesSource is one controller's source of changes: it registers the controller's queue
 // and map function with the shared watch when the controller starts.
 type changesSource struct {
@@ -393,12 +270,5 @@ func (s *changesSource) Start(ctx context.Context, queue workqueue.TypedRateLimi
 
 // WaitForSync returns once every namespace's watch has its starting resourceVersion.
 func (s *changesSource) WaitForSync(ctx context.Context) error {
-	select {
-	case <-s.synced:
-		if ctx.Err() == nil {
-			return nil
-		}
-	case <-ctx.Done():
-	}
-	return fmt.Errorf("waiting for the %s watch to start: %w", s.changes.kind, context.Cause(ctx))
+	return metawatch.WaitStarted(ctx, s.synced, string(s.changes.kind))
 }

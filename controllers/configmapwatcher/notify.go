@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/example/switchboard/controllers/internal/metawatch"
 	"io"
 	"net/http"
 	"strings"
@@ -162,7 +163,7 @@ func (n *notifier) post(ctx context.Context, note Notification) {
 			return
 		}
 		if attempt < webhookAttempts {
-			sleep(ctx, wait)
+			metawatch.Sleep(ctx, wait)
 			wait *= 2
 		}
 		if ctx.Err() != nil {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/example/switchboard/controllers/internal/metawatch"
 	"github.com/example/switchboard/internal/podrefs"
 )
 
@@ -198,7 +199,7 @@ func (w *namespaceWatch) Start(ctx context.Context) error {
 			if ctx.Err() == nil {
 				log.Error(err, "Listing the namespaces --namespace-selector selects failed; retrying")
 			}
-			sleep(ctx, 5*time.Second)
+			metawatch.Sleep(ctx, 5*time.Second)
 			continue
 		}
 		if !slices.Equal(now, w.selected) {
@@ -206,7 +207,7 @@ func (w *namespaceWatch) Start(ctx context.Context) error {
 		}
 		watcher, err := w.client.Resource(namespacesResource).Watch(ctx, metav1.ListOptions{LabelSelector: w.selector.String(), ResourceVersion: rv})
 		if err != nil {
-			sleep(ctx, time.Second)
+			metawatch.Sleep(ctx, time.Second)
 			continue
 		}
 		if changed := w.follow(ctx, watcher); changed {
@@ -245,7 +246,7 @@ func (w *namespaceWatch) follow(ctx context.Context, watcher watch.Interface) bo
 // ErrNamespacesChanged, saying which namespaces came and went.
 func (w *namespaceWatch) changed(ctx context.Context, log logr.Logger, now []string) error {
 	for {
-		sleep(ctx, w.quiet)
+		metawatch.Sleep(ctx, w.quiet)
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -29,7 +29,7 @@ var objectResources = []string{"myapps", "myapps/status", "deployments", "servic
 // BenchmarkConvergence converges N MyApps with the myapp controller, as shipped (the default
 // flags but for --concurrency, and the myapp component's finalizer policy, which sets the
 // finalizer as a MyApp is created), and, in the same run and from the same starting cluster:
-//   - the peer: a MyApp controller written the seed's way (seedReconciler), in this process,
+//   - the peer: a MyApp controller written the seed's way (internal/testenv/seedpeer), in this process,
 //     with the same number of workers. Users compare myapp with what they would write
 //     themselves; x-peer is the issue's ratio;
 //   - the plain floor: only the writes any MyApp controller must make, as creates, by a plain

@@ -46,8 +46,15 @@ const conflictRetry = time.Minute
 
 // Reconciler reconciles MyApps.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	// Client reads MyApps from the manager's cache, and writes.
+	Client client.Client
+	// APIReader reads from the API server the Deployments and Services, which the cache does
+	// not hold.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// ShardLabels are the label keys that decide a MyApp's shard (those --watch-label-selector
+	// names): the Deployment and the Service carry the MyApp's values of them.
+	ShardLabels []string
 
 	// warned remembers, per MyApp, the last warning Event emitted, so that a lasting problem
 	// does not write a new Event on every retry. It is the in-memory state the finalizer
@@ -68,14 +75,6 @@ func SpecOrDeletionChanged() predicate.Predicate {
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false }},
 	)
-}
-
-// NotCreated is the predicate of the owned Deployments and Services. It drops the creation events
-// of owned objects: the controller created them itself, in the reconcile that already saw the
-// result. After a restart, every MyApp's own creation event reconciles it anyway. Updates (a
-// Deployment's status, a hand edit) and deletions pass.
-func NotCreated() predicate.Predicate {
-	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 }
 
 // Reconcile brings one MyApp's Deployment and Service in line with its spec and reports their
@@ -146,30 +145,36 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1alpha1.MyApp) e
 // reconcileOwned applies the Deployment and the Service, unless a foreign object holds either
 // name, and returns what it observed.
 func (r *Reconciler) reconcileOwned(ctx context.Context, app *v1alpha1.MyApp) (observation, error) {
-	deployment := &appsv1.Deployment{}
-	if err := r.getOwned(ctx, app, deployment); err != nil {
-		return observation{blocked: r.conflict(ctx, app, err)}, ignoreConflict(err)
-	}
-	service := &corev1.Service{}
-	if err := r.getOwned(ctx, app, service); err != nil {
-		return observation{deployment: existing(deployment), blocked: r.conflict(ctx, app, err)}, ignoreConflict(err)
+	// Read side by side: one round trip.
+	deployment, service := &appsv1.Deployment{}, &corev1.Service{}
+	var read sync.WaitGroup
+	var deploymentErr, serviceErr error
+	read.Go(func() { deploymentErr = r.getOwned(ctx, app, deployment) })
+	read.Go(func() { serviceErr = r.getOwned(ctx, app, service) })
+	read.Wait()
+	if err := errors.Join(deploymentErr, serviceErr); err != nil {
+		var seen observation
+		if deploymentErr == nil {
+			seen.deployment = existing(deployment)
+		}
+		seen.blocked = r.conflict(ctx, app, err)
+		return seen, ignoreConflict(err)
 	}
 
 	// The Deployment and the Service do not depend on each other: apply them side by side,
 	// which takes one round trip to the API server off every reconcile that writes.
 	var (
-		wg                        sync.WaitGroup
-		applied                   *appsv1.Deployment
-		deploymentChange          string
-		serviceChange             string
-		deploymentErr, serviceErr error
+		wg               sync.WaitGroup
+		applied          *appsv1.Deployment
+		deploymentChange string
+		serviceChange    string
 	)
 	wg.Go(func() { applied, deploymentChange, deploymentErr = r.applyDeployment(ctx, app, existing(deployment)) })
 	wg.Go(func() { serviceChange, serviceErr = r.applyService(ctx, app, existing(service)) })
 	wg.Wait()
 	r.recordApplied(ctx, app, deploymentChange, serviceChange)
 	if err := errors.Join(deploymentErr, serviceErr); err != nil {
-		return observation{deployment: existing(deployment)}, err
+		return observation{deployment: existing(deployment), blocked: r.conflict(ctx, app, err)}, ignoreConflict(err)
 	}
 	return observation{deployment: applied, applied: true}, nil
 }
@@ -191,21 +196,29 @@ func (e *errConflict) Error() string {
 
 // getOwned reads the object named after app into obj. It leaves obj empty when there is none,
 // and returns an *errConflict when the object exists but app does not control it.
+//
+// myapp keeps no Deployment nor Service in memory: it reads the one it needs from the API
+// server's own cache (resourceVersion "0": no etcd read), which holds every change the watch
+// that brought this reconcile has delivered.
 func (r *Reconciler) getOwned(ctx context.Context, app *v1alpha1.MyApp, obj client.Object) error {
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(app), obj)
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(app), obj, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading %T: %w", obj, err)
 	case !metav1.IsControlledBy(obj, app):
-		kind := "Deployment"
-		if _, ok := obj.(*corev1.Service); ok {
-			kind = "Service"
-		}
-		return &errConflict{kind: kind, obj: obj}
+		return &errConflict{kind: kindName(obj), obj: obj}
 	}
 	return nil
+}
+
+// kindName names the kind of an object myapp owns, for messages.
+func kindName(obj client.Object) string {
+	if _, ok := obj.(*corev1.Service); ok {
+		return "Service"
+	}
+	return "Deployment"
 }
 
 // conflict turns a name conflict into a blocker, with a warning Event the first time it is seen;
@@ -223,12 +236,22 @@ func (r *Reconciler) conflict(ctx context.Context, app *v1alpha1.MyApp, err erro
 	return &blocker{Reason: reason, Message: c.Error()}
 }
 
+// ignoreConflict returns err without its name conflicts: a conflict is a blocker, reported in
+// status, not an error to retry. Of errors joined, the others stay.
 func ignoreConflict(err error) error {
 	var c *errConflict
-	if errors.As(err, &c) {
+	if !errors.As(err, &c) {
+		return err
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
 		return nil
 	}
-	return err
+	var rest []error
+	for _, e := range joined.Unwrap() {
+		rest = append(rest, ignoreConflict(e))
+	}
+	return errors.Join(rest...)
 }
 
 // existing returns obj, or nil when it was not found (it has no name).
@@ -246,10 +269,10 @@ func existing[T client.Object](obj T) T {
 // did ("" when nothing was sent).
 func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, current *appsv1.Deployment) (*appsv1.Deployment, string, error) {
 	result := &appsv1.Deployment{}
-	outcome, err := apply.Write(ctx, r.Client, ControllerName, nilIfAbsent(current), specChanged(app),
+	outcome, err := r.write(ctx, app, nilIfAbsent(current), &appsv1.Deployment{},
 		func(obj client.Object) (runtime.ApplyConfiguration, error) {
 			return appsv1ac.ExtractDeployment(obj.(*appsv1.Deployment), ControllerName)
-		}, desiredDeployment(app), result)
+		}, desiredDeployment(app, r.ShardLabels), result)
 	if err != nil {
 		return nil, "", fmt.Errorf("writing the Deployment: %w", err)
 	}
@@ -262,14 +285,50 @@ func (r *Reconciler) applyDeployment(ctx context.Context, app *v1alpha1.MyApp, c
 // applyService writes the desired Service unless the myapp field manager already has it
 // (apply.Write), and returns what the write did ("" when nothing was sent).
 func (r *Reconciler) applyService(ctx context.Context, app *v1alpha1.MyApp, current *corev1.Service) (string, error) {
-	outcome, err := apply.Write(ctx, r.Client, ControllerName, nilIfAbsent(current), specChanged(app),
+	outcome, err := r.write(ctx, app, nilIfAbsent(current), &corev1.Service{},
 		func(obj client.Object) (runtime.ApplyConfiguration, error) {
 			return corev1ac.ExtractService(obj.(*corev1.Service), ControllerName)
-		}, desiredService(app), &corev1.Service{})
+		}, desiredService(app, r.ShardLabels), &corev1.Service{})
 	if err != nil {
 		return "", fmt.Errorf("writing the Service: %w", err)
 	}
 	return describeChange("Service", outcome), nil
+}
+
+// write writes desired over live (nil when there is none) as apply.Write does. When the create
+// of a missing object finds one after all, the object is read again, from etcd (into found, an
+// empty object of its kind), and written over: the API server's cache had not seen it yet.
+func (r *Reconciler) write(ctx context.Context, app *v1alpha1.MyApp, live, found client.Object,
+	extract func(client.Object) (runtime.ApplyConfiguration, error), desired apply.Object, into client.Object) (apply.Outcome, error) {
+	outcome, err := apply.Write(ctx, r.Client, ControllerName, live, r.changed(app, live), extract, desired, into)
+	if live != nil || !apierrors.IsAlreadyExists(err) {
+		return outcome, err
+	}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(app), found); err != nil {
+		return apply.Unchanged, fmt.Errorf("reading the %s that creating found: %w", kindName(found), err)
+	}
+	if !metav1.IsControlledBy(found, app) {
+		return apply.Unchanged, &errConflict{kind: kindName(found), obj: found}
+	}
+	return apply.Write(ctx, r.Client, ControllerName, found, r.changed(app, found), extract, desired, into)
+}
+
+// changed says whether what myapp wants of live may have shrunk since it last wrote it in full:
+// when the MyApp's spec changed (specChanged), or its shard, which live's labels record.
+func (r *Reconciler) changed(app *v1alpha1.MyApp, live client.Object) bool {
+	if specChanged(app) {
+		return true
+	}
+	if live == nil {
+		return false
+	}
+	for _, key := range r.ShardLabels {
+		want, wanted := app.Labels[key]
+		if got, has := live.GetLabels()[key]; has != wanted || got != want {
+			return true
+		}
+	}
+	return false
 }
 
 // specChanged says whether app's spec may have changed since the controller last carried it out

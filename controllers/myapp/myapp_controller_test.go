@@ -284,6 +284,98 @@ func TestHandChangesAreRevertedOrKept(t *testing.T) {
 	}
 }
 
+// TestDeletedObjectsAreMadeAgain: myapp caches neither its Deployments nor its Services, and
+// still notices at once (through its metadata-only watch of them, not a periodic resync) when
+// one is deleted, and makes it again.
+func TestDeletedObjectsAreMadeAgain(t *testing.T) {
+	env.StartManager(t, "--controllers=myapp", "--resync-interval=0")
+	ctx := context.Background()
+	app := newMyApp(env.Namespace(t, "myapp-"), "deleted")
+	if err := env.Client.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, app)
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+		obj.SetNamespace(app.Namespace)
+		obj.SetName(app.Name)
+		if err := get(t, obj); err != nil {
+			t.Fatal(err)
+		}
+		uid := obj.GetUID()
+		// No garbage collector in envtest: the owner reference does not keep the object.
+		if err := env.Client.Delete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, timeout, func() error {
+			if err := get(t, obj); err != nil {
+				return err
+			}
+			if obj.GetUID() == uid {
+				return fmt.Errorf("%T not deleted yet", obj)
+			}
+			if !metav1.IsControlledBy(obj, app) {
+				return fmt.Errorf("%T made again is not controlled by the MyApp", obj)
+			}
+			return nil
+		})
+	}
+}
+
+// TestShardLabelsAreCopied: in a shard (--watch-label-selector), myapp labels the Deployment
+// and the Service with the MyApp's values of the labels the selector names, so that they fall in
+// the MyApp's shard, and not the Pods, so that moving a MyApp between shards rolls nothing.
+// Moving the MyApp to the shard of unlabelled objects takes the label off them again.
+func TestShardLabelsAreCopied(t *testing.T) {
+	const key = "sharding.fluxcd.io/key"
+	ctx := context.Background()
+	ns := env.Namespace(t, "myapp-")
+	env.StartManager(t, "--controllers=myapp", "--watch-namespaces="+ns, "--watch-label-selector="+key+"=shard1")
+	app := newMyApp(ns, "sharded")
+	app.Labels = map[string]string{key: "shard1", "team": "blue"}
+	if err := env.Client.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	d := waitConverged(t, app)
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app.Name}}
+	if err := get(t, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{d, s} {
+		if got := obj.GetLabels()[key]; got != "shard1" {
+			t.Errorf("%T labelled %s=%q, want shard1", obj, key, got)
+		}
+		if _, ok := obj.GetLabels()["team"]; ok {
+			t.Errorf("%T has the MyApp's label team, which the selector does not name", obj)
+		}
+	}
+	if _, ok := d.Spec.Template.Labels[key]; ok {
+		t.Errorf("the Pod template has the shard label: moving the MyApp to another shard would roll its Pods")
+	}
+
+	// Moved to the shard of unlabelled objects, which a manager with "!key" runs.
+	env.StartManager(t, "--controllers=myapp", "--watch-namespaces="+ns, "--watch-label-selector=!"+key)
+	patch := client.MergeFrom(app.DeepCopy())
+	delete(app.Labels, key)
+	if err := env.Client.Patch(ctx, app, patch); err != nil {
+		t.Fatal(err)
+	}
+	generation := d.Generation
+	testenv.Eventually(t, timeout, func() error {
+		for _, obj := range []client.Object{d, s} {
+			if err := get(t, obj); err != nil {
+				return err
+			}
+			if value, ok := obj.GetLabels()[key]; ok {
+				return fmt.Errorf("%T still labelled %s=%s", obj, key, value)
+			}
+		}
+		return nil
+	})
+	if d.Generation != generation {
+		t.Errorf("the Deployment's generation went from %d to %d: its spec changed with its shard", generation, d.Generation)
+	}
+}
+
 func TestNameConflictBlocksWithoutTakeover(t *testing.T) {
 	env.StartManager(t, "--controllers=myapp")
 	ctx := context.Background()

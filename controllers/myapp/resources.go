@@ -35,6 +35,20 @@ func objectLabels(app *v1alpha1.MyApp) map[string]string {
 	return labels
 }
 
+// metadataLabels label the Deployment and the Service: objectLabels and those of the MyApp's
+// labels whose keys are in shardLabels (the keys --watch-label-selector names), so that the
+// objects a MyApp owns fall in its shard and the shard's manager caches them. The Pods do not
+// get them: moving a MyApp to another shard must not roll its Pods.
+func metadataLabels(app *v1alpha1.MyApp, shardLabels []string) map[string]string {
+	labels := objectLabels(app)
+	for _, key := range shardLabels {
+		if value, ok := app.Labels[key]; ok {
+			labels[key] = value
+		}
+	}
+	return labels
+}
+
 // ownerReference makes the MyApp the controller of what it creates.
 func ownerReference(app *v1alpha1.MyApp) *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
@@ -49,7 +63,7 @@ func ownerReference(app *v1alpha1.MyApp) *metav1ac.OwnerReferenceApplyConfigurat
 // desiredDeployment returns every field of the Deployment that the myapp field manager owns,
 // and only those. Fields the API server would default are set explicitly, so that what the
 // field manager owns reads back equal to this and a steady state sends nothing.
-func desiredDeployment(app *v1alpha1.MyApp) *appsv1ac.DeploymentApplyConfiguration {
+func desiredDeployment(app *v1alpha1.MyApp, shardLabels []string) *appsv1ac.DeploymentApplyConfiguration {
 	container := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(app.Spec.Image).
@@ -69,7 +83,7 @@ func desiredDeployment(app *v1alpha1.MyApp) *appsv1ac.DeploymentApplyConfigurati
 	}
 
 	deployment := appsv1ac.Deployment(app.Name, app.Namespace).
-		WithLabels(objectLabels(app)).
+		WithLabels(metadataLabels(app, shardLabels)).
 		WithOwnerReferences(ownerReference(app)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(app.Spec.Replicas).
@@ -86,9 +100,9 @@ func desiredDeployment(app *v1alpha1.MyApp) *appsv1ac.DeploymentApplyConfigurati
 }
 
 // desiredService returns every field of the Service that the myapp field manager owns.
-func desiredService(app *v1alpha1.MyApp) *corev1ac.ServiceApplyConfiguration {
+func desiredService(app *v1alpha1.MyApp, shardLabels []string) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(app.Name, app.Namespace).
-		WithLabels(objectLabels(app)).
+		WithLabels(metadataLabels(app, shardLabels)).
 		WithOwnerReferences(ownerReference(app)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithSelector(selectorLabels(app)).

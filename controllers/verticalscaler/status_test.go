@@ -163,3 +163,17 @@ func TestComputeStatusIsStable(t *testing.T) {
 		t.Errorf("a second pass over the same world changed status (-first +second):\n%s", diff)
 	}
 }
+
+// TestNotInCacheNamesTheShard: with --watch-label-selector, a workload missing from the cache
+// may be one outside the shard, and the condition says how to bring it in.
+func TestNotInCacheNamesTheShard(t *testing.T) {
+	for _, tc := range []struct{ shard, want string }{
+		{"", "Deployment.apps/web does not exist in namespace ns"},
+		{"sharding.fluxcd.io/key=shard1", `Deployment.apps/web does not exist in namespace ns, or does not match this shard's label selector "sharding.fluxcd.io/key=shard1": label it as its VerticalScaler`},
+	} {
+		got := (&Reconciler{Shard: tc.shard}).notInCache("Deployment.apps/web", "ns")
+		if diff := cmp.Diff(tc.want, got.message); diff != "" || got.reason != v1alpha1.ReasonTargetNotFound {
+			t.Errorf("shard %q: reason %s, message (-want +got):\n%s", tc.shard, got.reason, diff)
+		}
+	}
+}

@@ -182,7 +182,7 @@ func (r *Reconciler) findTarget(ctx context.Context, vs *v1alpha1.VerticalScaler
 		obj := kind.New()
 		if err := r.Client.Get(ctx, name, obj); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, notFound(key, vs.Namespace), nil
+				return nil, r.notInCache(key, vs.Namespace), nil
 			}
 			return nil, nil, fmt.Errorf("reading %s: %w", key, err)
 		}
@@ -261,6 +261,16 @@ func (r *Reconciler) servesScale(gv schema.GroupVersion, resource string) (bool,
 		}
 	}
 	return false, nil
+}
+
+// notInCache is notFound for a kind the manager caches: with --watch-label-selector, the
+// workload may exist outside this shard.
+func (r *Reconciler) notInCache(key, namespace string) *targetProblem {
+	if r.Shard == "" {
+		return notFound(key, namespace)
+	}
+	return &targetProblem{v1alpha1.ReasonTargetNotFound, fmt.Sprintf(
+		"%s does not exist in namespace %s, or does not match this shard's label selector %q: label it as its VerticalScaler", key, namespace, r.Shard)}
 }
 
 func notFound(key, namespace string) *targetProblem {

@@ -62,6 +62,10 @@ type Reconciler struct {
 
 	// resizes remembers when each Pod was last resized.
 	resizes resizeLog
+	// Shard is the label selector of the objects the manager caches (--watch-label-selector):
+	// a workload of a cached kind without the shard's labels is not found. Empty when it caches
+	// every object.
+	Shard string
 }
 
 // VerticalScalersOf returns the map function of the watch of kind: an object maps to the

@@ -265,8 +265,8 @@ func logsTrace(t *testing.T, m *testenv.Process, ns, name string) string {
 func TestConfigMapWatcherJobs(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t)
-	args := c.deploy(t, "overlays/configmapwatcher")
-	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	args := c.Deploy(t, "overlays/configmapwatcher")
+	kubeconfig, _ := c.ServiceAccountKubeconfig(t)
 	m := startManager(t, kubeconfig, args)
 	eventually(t, 90*time.Second, readyCheck(m))
 	ns := testenv.Namespace(t, c.admin, "e2e-jobs-")

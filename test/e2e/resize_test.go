@@ -105,8 +105,8 @@ func TestInPlaceOrRecreateOnEveryTemplateKind(t *testing.T) {
 	ctx := context.Background()
 	cpu, memory := resource.MustParse("200m"), resource.MustParse("300Mi")
 	c := newCluster(t)
-	args := c.deploy(t, "default")
-	kubeconfig, _ := c.serviceAccountKubeconfig(t)
+	args := c.Deploy(t, "default")
+	kubeconfig, _ := c.ServiceAccountKubeconfig(t)
 	ns := "e2e-resize"
 	if err := c.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)

@@ -25,7 +25,10 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/example/switchboard/controllers"
@@ -167,6 +170,7 @@ var equivalences = []struct {
 	{"ha", "ci/ha-values.yaml", kustomization{dir: "overlays/ha"}},
 	{"namespaced", "ci/namespaced-values.yaml", kustomization{dir: "overlays/namespaced"}},
 	{"configmapwatcher", "ci/configmapwatcher-values.yaml", kustomization{dir: "overlays/configmapwatcher"}},
+	{"sharded", "ci/sharded-values.yaml", kustomization{dir: "overlays/sharded"}},
 	{"myapp alone", "controllers: {verticalscaler: {enabled: false}, configmapwatcher: {enabled: false}}",
 		kustomization{resources: []string{"manager", "rbac"}, components: []string{"components/myapp"}}},
 	{"verticalscaler alone", "controllers: {myapp: {enabled: false}, configmapwatcher: {enabled: false}}",
@@ -397,6 +401,9 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"a bad namespace", "watchNamespaces: [Team_A]", "at '/watchNamespaces/0'"},
 		{"a bad debounce", "controllers: {configmapwatcher: {reloadDebounce: soon}}", "at '/controllers/configmapwatcher/reloadDebounce'"},
 		{"a bad log level", "logLevel: verbose", "at '/logLevel'"},
+		{"a shard named rest", "sharding: {shards: [shard1, rest]}", "at '/sharding/shards/1'"},
+		{"a shard twice", "sharding: {shards: [shard1, shard1]}", "at '/sharding/shards'"},
+		{"a shard name that is no label value", "sharding: {shards: [Shard_1]}", "at '/sharding/shards/0'"},
 		{"a bad flag", "extraArgs: [verbose]", "at '/extraArgs/0'"},
 		{"the probes' port for metrics", "metrics: {port: 8081}", "at '/metrics/port'"},
 		{"root", "securityContext: {runAsUser: 0}", "at '/securityContext/runAsUser'"},
@@ -422,6 +429,83 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 				t.Errorf("installing with %s: %v; want an error with %q", tc.values, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestShardsSplitTheObjects renders three label shards with two replicas each and checks that
+// every object falls in exactly one manager's --watch-label-selector, that each manager elects
+// through Leases of its own which the leader election Role names, and that each Deployment, its
+// topology spread and its PodDisruptionBudget select its own Pods alone.
+func TestShardsSplitTheObjects(t *testing.T) {
+	objs := render(t, `
+sharding: {key: example.com/shard, shards: [a, b, c]}
+replicaCount: 2
+podDisruptionBudget: {enabled: true}
+topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule}]
+`)
+	var deployments []*appsv1.Deployment
+	var pdbs []*policyv1.PodDisruptionBudget
+	var leases []string
+	for _, obj := range objs {
+		switch {
+		case obj.GetKind() == "Deployment":
+			deployments = append(deployments, managerDeployment(t, []*unstructured.Unstructured{obj}))
+		case obj.GetKind() == "PodDisruptionBudget":
+			pdb := &policyv1.PodDisruptionBudget{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pdb); err != nil {
+				t.Fatal(err)
+			}
+			pdbs = append(pdbs, pdb)
+		case obj.GetKind() == "Role" && strings.HasSuffix(obj.GetName(), "-leader-election"):
+			role := &rbacv1.Role{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, role); err != nil {
+				t.Fatal(err)
+			}
+			for _, rule := range role.Rules {
+				leases = append(leases, rule.ResourceNames...)
+			}
+		}
+	}
+	if len(deployments) != 4 || len(pdbs) != 4 {
+		t.Fatalf("%d Deployments and %d PodDisruptionBudgets, want four each: shards a, b, c and the rest", len(deployments), len(pdbs))
+	}
+	var selectors []labels.Selector
+	var want []string
+	for _, d := range deployments {
+		opts, sel := testenv.ManagerOptions(t, d.Spec.Template.Spec.Containers[0].Args)
+		selector, err := labels.Parse(opts.WatchLabelSelector)
+		if err != nil || opts.WatchLabelSelector == "" {
+			t.Fatalf("Deployment %s: --watch-label-selector %q: %v", d.Name, opts.WatchLabelSelector, err)
+		}
+		selectors = append(selectors, selector)
+		want = append(want, controllers.LeaseNames(sel.Controllers, opts.LeaderElectResourceName)...)
+		pods := labels.Set(d.Spec.Template.Labels)
+		for _, other := range deployments {
+			if other.Name != d.Name && labels.SelectorFromSet(other.Spec.Selector.MatchLabels).Matches(pods) {
+				t.Errorf("Deployment %s selects the Pods of %s", other.Name, d.Name)
+			}
+		}
+		for _, c := range d.Spec.Template.Spec.TopologySpreadConstraints {
+			if !cmp.Equal(c.LabelSelector.MatchLabels, d.Spec.Selector.MatchLabels) {
+				t.Errorf("Deployment %s spreads %v, not its own Pods %v", d.Name, c.LabelSelector.MatchLabels, d.Spec.Selector.MatchLabels)
+			}
+		}
+		mine := 0
+		for _, pdb := range pdbs {
+			if labels.SelectorFromSet(pdb.Spec.Selector.MatchLabels).Matches(pods) {
+				mine++
+			}
+		}
+		if mine != 1 {
+			t.Errorf("the Pods of %s are counted by %d PodDisruptionBudgets, want one", d.Name, mine)
+		}
+	}
+	testenv.OneShardEach(t, selectors, labels.Set{}, labels.Set{"team": "blue"}, labels.Set{"example.com/shard": "a"}, labels.Set{"example.com/shard": "c"},
+		labels.Set{"example.com/shard": "d"}, labels.Set{"sharding.fluxcd.io/key": "a"})
+	sort.Strings(want)
+	sort.Strings(leases)
+	if diff := cmp.Diff(want, leases); diff != "" {
+		t.Errorf("Leases the Role names (-the managers' +named):\n%s", diff)
 	}
 }
 

@@ -92,11 +92,52 @@ The rules and Roles controller-gen writes for a component from its package's RBA
 {{- toJson $objs }}
 {{- end }}
 
-{{/* The leader election Leases the manager may hold: the manager's, and one per component. */}}
+{{/*
+The manager's Deployments, as a JSON list: one for every object when sharding.shards is empty;
+otherwise one per listed shard and one for the rest (the objects labelled with no listed shard,
+or not at all). Each with the suffix of its name, its shard (its Pods' app.example.com/shard
+label; empty when unsharded), its --watch-label-selector and its --leader-elect-resource-name.
+*/}}
+{{- define "switchboard.managers" -}}
+{{- $sharding := .Values.sharding }}
+{{- if not $sharding.shards }}
+{{- toJson (list (dict "suffix" "" "shard" "" "selector" "" "leases" "")) }}
+{{- else }}
+{{- $fullname := include "switchboard.fullname" . }}
+{{- $managers := list (dict "suffix" "" "shard" "rest" "selector" (printf "%s notin (%s)" $sharding.key (join "," $sharding.shards)) "leases" (printf "%s-rest" $fullname)) }}
+{{- range $shard := $sharding.shards }}
+{{- $managers = append $managers (dict "suffix" (printf "-%s" $shard) "shard" $shard "selector" (printf "%s=%s" $sharding.key $shard) "leases" (printf "%s-%s" $fullname $shard)) }}
+{{- end }}
+{{- toJson $managers }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of a manager's Pods, and what selects them: .root's, and .manager's shard. */}}
+{{- define "switchboard.shardSelectorLabels" -}}
+{{ include "switchboard.managerSelectorLabels" .root }}
+{{- with .manager.shard }}
+app.example.com/shard: {{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The leader election Leases the managers may hold: each manager's, and one per component; a shard
+names its own (--leader-elect-resource-name).
+*/}}
 {{- define "switchboard.leases" -}}
-{{- $leases := list "switchboard.app.example.com" }}
-{{- range $name := include "switchboard.components" . | fromJsonArray }}
-{{- $leases = append $leases (printf "switchboard-%s" $name) }}
+{{- $leases := list }}
+{{- $components := include "switchboard.components" . | fromJsonArray }}
+{{- range $m := include "switchboard.managers" . | fromJsonArray }}
+{{- $lease := "switchboard.app.example.com" }}
+{{- $prefix := "switchboard-" }}
+{{- if $m.leases }}
+{{- $lease = $m.leases }}
+{{- $prefix = printf "%s-" $m.leases }}
+{{- end }}
+{{- $leases = append $leases $lease }}
+{{- range $name := $components }}
+{{- $leases = append $leases (printf "%s%s" $prefix $name) }}
+{{- end }}
 {{- end }}
 {{- toJson $leases }}
 {{- end }}
