@@ -81,7 +81,7 @@ func TestListControllers(t *testing.T) {
 	}
 	for _, want := range []string{
 		"NAME", "DEFAULT", "WORKERS", "INDEXES", "SOURCES", "WATCHES",
-		"myapp", "MyApp", "Deployment (owns), Service (owns)",
+		"myapp", "MyApp", "Deployment (uncached), Service (uncached)",
 		"verticalscaler", "VerticalScaler:spec.targetRef", "StatefulSet (maps)", "CronJob (maps)",
 		"GROUP", "configmapwatcher-deployments", "configmapwatcher-cronjobs", "CronJob",
 		"ConfigMap (uncached), Secret (uncached)", "Deployment:spec.template.sources", "CronJob:spec.template.sources",

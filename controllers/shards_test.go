@@ -104,8 +104,8 @@ func TestLabelShardsSplitTheObjects(t *testing.T) {
 			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vs-" + s.name}, vs); err != nil {
 				return err
 			}
-			if c := findCondition(vs.Status.Conditions, v1alpha1.ConditionDeploymentFound); c == nil || c.Status != metav1.ConditionTrue {
-				return fmt.Errorf("VerticalScaler vs-%s: DeploymentFound %+v", s.name, c)
+			if c := findCondition(vs.Status.Conditions, v1alpha1.ConditionTargetFound); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("VerticalScaler vs-%s: TargetFound %+v", s.name, c)
 			}
 			for _, w := range workloadsOf(s, ns) {
 				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {

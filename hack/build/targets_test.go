@@ -110,7 +110,23 @@ func TestInstallAndDeployTargets(t *testing.T) {
 		}
 	}
 
+	// Until the API server's cache of a new CRD's objects has started, deleting the CRD stays
+	// stuck ("could not list instances: storage is (re)initializing"): a user does not uninstall
+	// or undeploy within seconds of installing, this test would.
+	waitCRDCaches := func() {
+		t.Helper()
+		testenv.Eventually(t, time.Minute, func() error {
+			for _, list := range []client.ObjectList{&v1alpha1.MyAppList{}, &v1alpha1.VerticalScalerList{}, &v1alpha1.VerticalScalerCheckpointList{}} {
+				if err := env.Client.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+
 	// testenv.Start installed the CRDs.
+	waitCRDCaches()
 	mustMake("uninstall")
 	testenv.Eventually(t, time.Minute, func() error { return gone(ctx, env.Client, crdObjects(crds)...) })
 	if out, err := runMake(t, kube, "uninstall"); err == nil {
@@ -123,17 +139,7 @@ func TestInstallAndDeployTargets(t *testing.T) {
 			t.Errorf("after make install: %v", err)
 		}
 	}
-	// Until the API server's cache of a new CRD's objects has started, deleting the CRD stays
-	// stuck ("could not list instances: storage is (re)initializing"): a user does not undeploy
-	// within seconds of installing, this test would.
-	testenv.Eventually(t, time.Minute, func() error {
-		for _, list := range []client.ObjectList{&v1alpha1.MyAppList{}, &v1alpha1.VerticalScalerList{}, &v1alpha1.VerticalScalerCheckpointList{}} {
-			if err := env.Client.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	waitCRDCaches()
 
 	const img = "registry.example.com/team/switchboard@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	mustMake("deploy", "IMG="+img)
