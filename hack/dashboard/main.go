@@ -414,7 +414,7 @@ func (cp *capture) scenario(ctx context.Context, duration time.Duration) error {
 
 // The workloads: MyApps taking their environment from ConfigMaps, each with a VerticalScaler
 // that applies its recommendations (in place, by eviction, or through the Pod template, in
-// turn), and, opted in to the configmapwatcher with Reloader's annotation, a StatefulSet and a
+// turn; the StatefulSet's in place), and, opted in to the configmapwatcher with Reloader's annotation, a StatefulSet and a
 // DaemonSet taking the first ConfigMap, a Deployment taking all of them (it rolls at each
 // change, and fails to while Deployments are frozen), and a Deployment taking one that does not
 // exist (a skipped roll at each of its reconciles).
@@ -458,7 +458,14 @@ func (cp *capture) createWorkloads(ctx context.Context) error {
 	orphan := deployment("orphan", template)
 	orphan.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "config-missing"}}}}
-	for _, obj := range []client.Object{set, daemons, worker, orphan} {
+	// The StatefulSet's Pods ask for CPU (the MyApps' ask for nothing, a QoS class that a resize
+	// cannot change: the API server refuses those, and they are evicted instead): they are
+	// resized in place.
+	inPlace := &v1alpha1.VerticalScaler{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "VerticalScaler"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: workNamespace, Name: "cache"},
+		Spec: v1alpha1.VerticalScalerSpec{TargetRef: &v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "cache"},
+			UpdateMode: v1alpha1.UpdateModeInPlaceOrRecreate}}
+	for _, obj := range []client.Object{set, daemons, worker, orphan, inPlace} {
 		if err := cp.apply(ctx, obj); err != nil {
 			return err
 		}
