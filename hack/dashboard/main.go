@@ -246,9 +246,9 @@ func (cp *capture) startReplicas(dir string) error {
 			"--source-buffer-size=8", "--usage-interval=15s", "--resync-interval=3m",
 			// Applies and resizes every 2 minutes rather than 10, and a resize kwok never
 			// finishes given up after 2 minutes (the Pod is evicted instead): the 12 minutes
-			// show each kind of apply. Two rolls a minute: the rolls of config-0, which three
-			// workloads take, wait their turn.
-			"--min-apply-interval=2m", "--in-place-resize-timeout=2m", "--max-rollouts-per-minute=2"), r.trigger.Args...)
+			// show each kind of apply. Six rolls a minute, fewer than the ConfigMaps' changes
+			// ask for (each takes the worker and five MyApps' Deployments): some wait their turn.
+			"--min-apply-interval=2m", "--in-place-resize-timeout=2m", "--max-rollouts-per-minute=6"), r.trigger.Args...)
 		if err := r.start(cp.manager); err != nil {
 			return err
 		}
