@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // runMainEnv makes the test binary run main() instead of the tests, so that the tests below see
@@ -89,6 +91,27 @@ func TestListControllers(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--list-controllers output does not contain %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// TestReadmeListsControllers: the listing README.md shows under "Choosing controllers" is what
+// --list-controllers prints now, so that a new row or watch cannot leave it behind.
+func TestReadmeListsControllers(t *testing.T) {
+	code, stdout, stderr := runManager(t, "--list-controllers")
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, found := strings.Cut(string(readme), "bin/manager --list-controllers\n```\n\n```text\n")
+	listing, _, closed := strings.Cut(after, "```")
+	if !found || !closed {
+		t.Fatal("README.md has no text block after `bin/manager --list-controllers`")
+	}
+	if diff := cmp.Diff(stdout, listing); diff != "" {
+		t.Errorf("README.md's listing against --list-controllers (-now +README):\n%s", diff)
 	}
 }
 

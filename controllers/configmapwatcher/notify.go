@@ -112,10 +112,17 @@ func newNotifier(settings WebhookSettings, log logr.Logger) *notifier {
 		log: log.WithValues("webhook", redactedURL(settings.URL)), backoff: webhookBackoff}
 }
 
-// redactedURL keeps of a URL its scheme and host: chat webhooks carry their secret in the path.
+// redactedURL keeps of a URL its scheme and host: chat webhooks carry their secret in the path
+// or the user info.
 func redactedURL(raw string) string {
-	scheme, rest, _ := strings.Cut(raw, "://")
+	scheme, rest, found := strings.Cut(raw, "://")
+	if !found {
+		return "a value without a scheme://"
+	}
 	host, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(host, "@"); i >= 0 {
+		host = host[i+1:] // user:password@
+	}
 	return scheme + "://" + host + "/..."
 }
 

@@ -147,10 +147,13 @@ func (o *Options) Validate() error {
 	case o.MaxRolloutsPerMinute < 0:
 		return fmt.Errorf("--max-rollouts-per-minute must not be negative, got %d", o.MaxRolloutsPerMinute)
 	}
+	// A URL read from a file, as a Secret made with --from-file has it, ends with a newline.
+	o.WebhookURL = strings.TrimSpace(o.WebhookURL)
 	if o.WebhookURL != "" {
 		u, err := url.Parse(o.WebhookURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("--webhook-url must be an http or https URL, got %q", o.WebhookURL)
+			// The path and the user info of a chat webhook are its token: never printed.
+			return fmt.Errorf("--webhook-url must be an http or https URL, got %s", redactedURL(o.WebhookURL))
 		}
 	}
 	return o.reloader.validate()

@@ -43,6 +43,7 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"--resources-to-ignore=configmaps", "--resources-to-ignore=secrets"}, "not both"},
 		{[]string{"--namespaces-to-ignore=kube-system,Bad_NS"}, `"Bad_NS" is not a namespace name`},
 		{[]string{"--webhook-url=ftp://x"}, "--webhook-url must be an http or https URL"},
+		{[]string{"--webhook-url=https://hooks.example/services/T0/B0/token\n"}, ""},
 		{[]string{"--webhook-only"}, "--webhook-only needs --webhook-url"},
 		{[]string{"--webhook-url=https://h.example/x", "--webhook-format=teams"}, "--webhook-format"},
 		{[]string{"--max-rollouts-per-minute=-1"}, "--max-rollouts-per-minute"},
@@ -56,6 +57,21 @@ func TestOptionsValidate(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestWebhookURLNeverPrinted: a webhook URL that is refused is named by its scheme and host
+// alone: its path and user info are the token of a chat webhook.
+func TestWebhookURLNeverPrinted(t *testing.T) {
+	for _, raw := range []string{"ftp://hooks.example/services/T0/B0/s3cret", "https://user:s3cret@/services/s3cret", "s3cret"} {
+		_, err := parse(t, "--webhook-url="+raw)
+		if err == nil {
+			t.Errorf("%q: accepted", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: the error prints the token: %v", raw, err)
+		}
 	}
 }
 

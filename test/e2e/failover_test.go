@@ -75,10 +75,11 @@ func TestPerControllerFailover(t *testing.T) {
 	if takeover > failoverTarget {
 		t.Errorf("takeover took %s, more than the lease duration and 2 s (%s)", takeover, failoverTarget)
 	}
-	for resource, n := range watchChange {
-		if n >= 0 {
-			t.Errorf("open watches on %s changed by %v from the kill to the takeover; want fewer (the killed replica's gone, none opened)", resource, n)
-		}
+	// myapp caches MyApps, which a warm standby watches already; its Deployments and Services it
+	// watches metadata-only and stores nothing of (metawatch), so the new leader opens those
+	// watches when it starts, from a one-item list: there is nothing to warm.
+	if n := watchChange["myapps"]; n >= 0 {
+		t.Errorf("open watches on myapps changed by %v from the kill to the takeover; want fewer (the killed replica's gone, none opened)", n)
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/example/switchboard/controllers"
+	"github.com/example/switchboard/controllers/configmapwatcher"
 	"github.com/example/switchboard/internal/manifests"
 	"github.com/example/switchboard/internal/testenv"
 )
@@ -331,6 +332,19 @@ func managerDeployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.
 	return nil
 }
 
+// configMapWatcherOptions returns the configmapwatcher's options, which its rows share, as the
+// manager parsed them into sel.
+func configMapWatcherOptions(t *testing.T, sel controllers.Selection) *configmapwatcher.Options {
+	t.Helper()
+	for _, c := range sel.Controllers {
+		if o, ok := c.Flags.(*configmapwatcher.Options); ok {
+			return o
+		}
+	}
+	t.Fatal("no configmapwatcher controller is selected")
+	return nil
+}
+
 // TestEveryValueReachesTheManager sets every value that becomes a flag and checks, with the
 // manager's own flag parsing, that each arrives as meant.
 func TestEveryValueReachesTheManager(t *testing.T) {
@@ -339,7 +353,20 @@ func TestEveryValueReachesTheManager(t *testing.T) {
 image: {repository: registry.example.com/switchboard, tag: v9.9.9, digest: `+digest+`, pullPolicy: Always}
 imagePullSecrets: [{name: regcred}]
 controllers:
-  configmapwatcher: {kinds: {cronjobs: false, daemonsets: false}, reloaderAnnotations: false, reloadDebounce: 50ms}
+  configmapwatcher:
+    kinds: {cronjobs: false, daemonsets: false, jobs: false}
+    reloaderAnnotations: false
+    reloadDebounce: 50ms
+    autoReloadAll: true
+    namespaceSelector: "team:*, environment in (prod, staging)"
+    namespacesToIgnore: [kube-system, monitoring]
+    resourceLabelSelector: "reload=true"
+    resourcesToIgnore: secrets
+    reloadOnDelete: true
+    webhookUrl: "https://hooks.example.com/services/T0/B0/x?y=1#z"
+    webhookFormat: slack
+    webhookOnly: true
+    maxRolloutsPerMinute: 1000000
 replicaCount: 2
 leaderElection: {scope: controller, leaseDuration: 20s, renewDeadline: 15s, retryPeriod: 3s}
 watchNamespaces: [team-a, team-b]
@@ -355,8 +382,26 @@ nodeSelector: {kubernetes.io/os: linux}
 	for _, c := range sel.Controllers {
 		names = append(names, c.Name)
 	}
-	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-rollouts"}, names); diff != "" {
 		t.Errorf("controllers (-want +got):\n%s", diff)
+	}
+	cmw := configMapWatcherOptions(t, sel)
+	gotCMW := map[string]any{
+		"reloader-annotations": cmw.ReloaderAnnotations, "debounce": cmw.ReloadDebounce, "auto-reload-all": cmw.AutoReloadAll,
+		"namespace-selector": cmw.NamespaceSelector, "namespaces-to-ignore": cmw.NamespacesToIgnore,
+		"resource-label-selector": cmw.ResourceLabelSelector, "resources-to-ignore": cmw.ResourcesToIgnore,
+		"reload-on-delete": cmw.ReloadOnDelete, "webhook-url": cmw.WebhookURL, "webhook-format": cmw.WebhookFormat,
+		"webhook-only": cmw.WebhookOnly, "max-rollouts-per-minute": cmw.MaxRolloutsPerMinute,
+	}
+	wantCMW := map[string]any{
+		"reloader-annotations": false, "debounce": 50 * time.Millisecond, "auto-reload-all": true,
+		"namespace-selector": "team:*, environment in (prod, staging)", "namespaces-to-ignore": []string{"kube-system", "monitoring"},
+		"resource-label-selector": "reload=true", "resources-to-ignore": []string{"secrets"},
+		"reload-on-delete": true, "webhook-url": "https://hooks.example.com/services/T0/B0/x?y=1#z", "webhook-format": "slack",
+		"webhook-only": true, "max-rollouts-per-minute": 1000000,
+	}
+	if diff := cmp.Diff(wantCMW, gotCMW); diff != "" {
+		t.Errorf("the configmapwatcher's options (-want +got):\n%s", diff)
 	}
 	got := map[string]any{
 		"leader-elect": opts.LeaderElect, "scope": opts.LeaderElectScope, "lease": opts.LeaseDuration, "renew": opts.RenewDeadline,
@@ -371,10 +416,8 @@ nodeSelector: {kubernetes.io/os: linux}
 		t.Errorf("the manager's options (-want +got):\n%s", diff)
 	}
 	c := d.Spec.Template.Spec.Containers[0]
-	for _, arg := range []string{"--reloader-annotations=false", "--reload-debounce=50ms", "--zap-log-level=debug"} {
-		if !slices.Contains(c.Args, arg) {
-			t.Errorf("args %q lack %s", c.Args, arg)
-		}
+	if !slices.Contains(c.Args, "--zap-log-level=debug") {
+		t.Errorf("args %q lack --zap-log-level=debug", c.Args)
 	}
 	if want := "registry.example.com/switchboard:v9.9.9@" + digest; c.Image != want || c.ImagePullPolicy != corev1.PullAlways {
 		t.Errorf("image %s, pull policy %s; want %s, Always", c.Image, c.ImagePullPolicy, want)
@@ -390,6 +433,96 @@ nodeSelector: {kubernetes.io/os: linux}
 	}
 }
 
+// TestWebhookURLFromSecret: with webhookUrlSecret, the container takes the URL from the
+// Secret's key into a variable that --webhook-url names, so that no object the chart renders
+// holds it; with the args expanded as the kubelet expands them, the manager posts there.
+func TestWebhookURLFromSecret(t *testing.T) {
+	const url = "https://hooks.example.com/services/T0/B0/token"
+	d := managerDeployment(t, render(t, "controllers: {configmapwatcher: {webhookUrlSecret: {name: chat-webhook, key: webhook}, webhookOnly: true}}"))
+	c := d.Spec.Template.Spec.Containers[0]
+	args := expandSecretVariables(t, c, map[string]map[string]string{"chat-webhook": {"webhook": url}})
+	if slices.Equal(args, c.Args) {
+		t.Fatalf("args %q name no variable from the Secret", c.Args)
+	}
+	_, sel := testenv.ManagerOptions(t, args)
+	if o := configMapWatcherOptions(t, sel); o.WebhookURL != url || !o.WebhookOnly {
+		t.Errorf("the manager posts to %q (only: %v); want %q, only", o.WebhookURL, o.WebhookOnly, url)
+	}
+}
+
+// expandSecretVariables returns c's args with each $(NAME) of a variable that c takes from a
+// Secret's key replaced by that key's value in secrets (Secret name -> key -> value), as the
+// kubelet expands them.
+func expandSecretVariables(t *testing.T, c corev1.Container, secrets map[string]map[string]string) []string {
+	t.Helper()
+	var pairs []string
+	for _, env := range c.Env {
+		if env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil {
+			continue
+		}
+		ref := env.ValueFrom.SecretKeyRef
+		value, ok := secrets[ref.Name][ref.Key]
+		if !ok {
+			t.Fatalf("variable %s: the test has no key %s in a Secret %s", env.Name, ref.Key, ref.Name)
+		}
+		pairs = append(pairs, "$("+env.Name+")", value)
+	}
+	r := strings.NewReplacer(pairs...)
+	args := make([]string, len(c.Args))
+	for i, arg := range c.Args {
+		args[i] = r.Replace(arg)
+	}
+	return args
+}
+
+// TestNamespaceSelectorReadsNamespaces: the manager lists and watches Namespaces for
+// --namespace-selector. Cluster-wide, the configmapwatcher's ClusterRole lets it; with
+// watchNamespaces, whose Roles cannot, a ClusterRole of its own does, and only then.
+func TestNamespaceSelectorReadsNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		values string
+		want   []string
+	}{
+		{"controllers: {configmapwatcher: {namespaceSelector: team=a}}", []string{"switchboard-configmapwatcher"}},
+		{"controllers: {configmapwatcher: {namespaceSelector: team=a}}\nwatchNamespaces: [a, b]", []string{"switchboard-configmapwatcher-namespaces"}},
+		{"watchNamespaces: [a, b]", nil},
+		{"controllers: {configmapwatcher: {namespaceSelector: team=a}}\nwatchNamespaces: [a]\nrbac: {create: false}", nil},
+	} {
+		bound := map[string]bool{}
+		var readers []string
+		objs := render(t, tc.values)
+		for _, obj := range objs {
+			if obj.GetKind() == "ClusterRoleBinding" {
+				b := &rbacv1.ClusterRoleBinding{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, b); err != nil {
+					t.Fatal(err)
+				}
+				if len(b.Subjects) == 1 && b.Subjects[0].Name == "switchboard-controller-manager" && b.Subjects[0].Namespace == namespace {
+					bound[b.RoleRef.Name] = true
+				}
+			}
+		}
+		for _, obj := range objs {
+			if obj.GetKind() != "ClusterRole" || !bound[obj.GetName()] {
+				continue
+			}
+			role := &rbacv1.ClusterRole{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, role); err != nil {
+				t.Fatal(err)
+			}
+			for _, rule := range role.Rules {
+				if slices.Contains(rule.APIGroups, "") && slices.Contains(rule.Resources, "namespaces") &&
+					slices.Contains(rule.Verbs, "list") && slices.Contains(rule.Verbs, "watch") {
+					readers = append(readers, role.Name)
+				}
+			}
+		}
+		if diff := cmp.Diff(tc.want, readers); diff != "" {
+			t.Errorf("values %q: ClusterRoles bound to the manager that list and watch Namespaces (-want +got):\n%s", tc.values, diff)
+		}
+	}
+}
+
 // TestSchemaRefusesBadValues installs the chart with values it must refuse, and requires
 // Helm's error to name the field.
 func TestSchemaRefusesBadValues(t *testing.T) {
@@ -401,6 +534,16 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"a bad namespace", "watchNamespaces: [Team_A]", "at '/watchNamespaces/0'"},
 		{"a bad debounce", "controllers: {configmapwatcher: {reloadDebounce: soon}}", "at '/controllers/configmapwatcher/reloadDebounce'"},
 		{"a bad log level", "logLevel: verbose", "at '/logLevel'"},
+		{"both kinds of source ignored", "controllers: {configmapwatcher: {resourcesToIgnore: 'configmaps,secrets'}}", "at '/controllers/configmapwatcher/resourcesToIgnore'"},
+		{"a bad namespace to ignore", "controllers: {configmapwatcher: {namespacesToIgnore: [Kube_System]}}", "at '/controllers/configmapwatcher/namespacesToIgnore/0'"},
+		{"a namespace to ignore twice", "controllers: {configmapwatcher: {namespacesToIgnore: [a, a]}}", "at '/controllers/configmapwatcher/namespacesToIgnore'"},
+		{"a webhook URL without a scheme", "controllers: {configmapwatcher: {webhookUrl: hooks.example.com/x}}", "at '/controllers/configmapwatcher/webhookUrl'"},
+		{"a webhook URL without a host", "controllers: {configmapwatcher: {webhookUrl: 'https:///x'}}", "at '/controllers/configmapwatcher/webhookUrl'"},
+		{"a bad webhook Secret", "controllers: {configmapwatcher: {webhookUrlSecret: {name: Chat_Hook}}}", "at '/controllers/configmapwatcher/webhookUrlSecret/name'"},
+		{"a bad webhook format", "controllers: {configmapwatcher: {webhookFormat: xml}}", "at '/controllers/configmapwatcher/webhookFormat'"},
+		{"a negative limit of rolls", "controllers: {configmapwatcher: {maxRolloutsPerMinute: -1}}", "at '/controllers/configmapwatcher/maxRolloutsPerMinute'"},
+		{"a fractional limit of rolls", "controllers: {configmapwatcher: {maxRolloutsPerMinute: 1.5}}", "at '/controllers/configmapwatcher/maxRolloutsPerMinute'"},
+		{"a selector that is no string", "controllers: {configmapwatcher: {namespaceSelector: {team: a}}}", "at '/controllers/configmapwatcher/namespaceSelector'"},
 		{"a shard named rest", "sharding: {shards: [shard1, rest]}", "at '/sharding/shards/1'"},
 		{"a shard twice", "sharding: {shards: [shard1, shard1]}", "at '/sharding/shards'"},
 		{"a shard name that is no label value", "sharding: {shards: [Shard_1]}", "at '/sharding/shards/0'"},
@@ -418,7 +561,9 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"a bad dashboard namespace", "grafana: {dashboard: {enabled: true, namespace: Monitoring}}", "at '/grafana/dashboard/namespace'"},
 		// What the schema cannot say, the templates refuse, naming the values.
 		{"every controller off", "controllers: {myapp: {enabled: false}, verticalscaler: {enabled: false}, configmapwatcher: {enabled: false}}", "controllers: every controller is off"},
-		{"every kind off", "controllers: {configmapwatcher: {kinds: {deployments: false, statefulsets: false, daemonsets: false, cronjobs: false}}}", "controllers.configmapwatcher.kinds: every kind is off"},
+		{"every kind off", "controllers: {configmapwatcher: {kinds: {deployments: false, statefulsets: false, daemonsets: false, cronjobs: false, jobs: false, rollouts: false}}}", "controllers.configmapwatcher.kinds: every kind is off"},
+		{"two webhook URLs", "controllers: {configmapwatcher: {webhookUrl: 'https://hooks.example.com/x', webhookUrlSecret: {name: hook}}}", "controllers.configmapwatcher: webhookUrl and webhookUrlSecret.name are both set"},
+		{"webhookOnly without a webhook", "controllers: {configmapwatcher: {webhookOnly: true}}", "controllers.configmapwatcher.webhookOnly needs webhookUrl or webhookUrlSecret.name"},
 		{"replicas without leader election", "replicaCount: 3\nleaderElection: {enabled: false}", "replicaCount > 1 needs leaderElection.enabled"},
 		{"a Lease per controller without leader election", "leaderElection: {enabled: false, scope: controller}", "leaderElection.scope=controller needs leaderElection.enabled"},
 		{"two certificates", "metrics: {certificate: {certManager: {enabled: true}, secretName: mine}}", "metrics.certificate: certManager.enabled and secretName are both set"},
@@ -692,8 +837,7 @@ func TestChartKnowsEveryController(t *testing.T) {
 			chartKinds = append(chartKinds, k)
 		}
 		sort.Strings(chartKinds)
-		sort.Strings(kinds)
-		if diff := cmp.Diff(kinds, chartKinds); diff != "" {
+		if diff := cmp.Diff(slices.Sorted(slices.Values(kinds)), chartKinds); diff != "" {
 			t.Errorf("the chart's %s kinds against the table (-table +chart):\n%s", g, diff)
 		}
 	}
@@ -702,6 +846,13 @@ func TestChartKnowsEveryController(t *testing.T) {
 	helpers := string(c.Templates[slices.IndexFunc(c.Templates, func(f *chart.File) bool { return f.Name == "templates/_helpers.tpl" })].Data)
 	if want := `list "` + strings.Join(order, `" "`) + `"`; !strings.Contains(helpers, want) {
 		t.Errorf("templates/_helpers.tpl does not list the components as the table does: %s", want)
+	}
+	// --controllers turns off the kinds the values turn off, listed in the table's order: a kind
+	// the values have and the templates do not list would run whatever its value.
+	for g, kinds := range groups {
+		if want := `list "` + strings.Join(kinds, `" "`) + `"`; !strings.Contains(helpers, want) {
+			t.Errorf("templates/_helpers.tpl does not list the %s kinds as the table does: %s", g, want)
+		}
 	}
 }
 

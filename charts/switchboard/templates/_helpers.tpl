@@ -59,18 +59,22 @@ of files/components (its CRDs and generated RBAC) and a controller group of the 
 {{- toJson $on }}
 {{- end }}
 
-{{/* The manager's --controllers: the components on, less the configmapwatcher's kinds off. */}}
+{{/*
+The manager's --controllers: the components on, less the configmapwatcher's kinds off. The kinds
+are listed in the controller table's order.
+*/}}
 {{- define "switchboard.controllersFlag" -}}
 {{- $selected := include "switchboard.components" . | fromJsonArray }}
 {{- $cmw := .Values.controllers.configmapwatcher }}
 {{- if $cmw.enabled }}
 {{- $off := list }}
-{{- range $kind := list "deployments" "statefulsets" "daemonsets" "cronjobs" }}
+{{- $kinds := list "deployments" "statefulsets" "daemonsets" "cronjobs" "jobs" "rollouts" }}
+{{- range $kind := $kinds }}
 {{- if not (index $cmw.kinds $kind) }}
 {{- $off = append $off (printf "-configmapwatcher-%s" $kind) }}
 {{- end }}
 {{- end }}
-{{- if eq (len $off) 4 }}
+{{- if eq (len $off) (len $kinds) }}
 {{- fail "controllers.configmapwatcher.kinds: every kind is off; set controllers.configmapwatcher.enabled=false instead" }}
 {{- end }}
 {{- $selected = concat $selected $off }}
@@ -166,4 +170,22 @@ or the user's; empty when the manager makes a self-signed one.
 {{/* Where the manager reads the metrics endpoint's certificate (--metrics-cert-path). */}}
 {{- define "switchboard.metricsCertPath" -}}
 /var/run/secrets/switchboard/metrics-certs
+{{- end }}
+
+{{/*
+Where the configmapwatcher's webhook URL comes from, when a Secret holds it: the container's
+environment variable, which the args name as $(SWITCHBOARD_WEBHOOK_URL) for the kubelet to expand.
+Empty when the URL is a value, or there is none.
+*/}}
+{{- define "switchboard.webhookURLVariable" -}}
+{{- $cmw := .Values.controllers.configmapwatcher }}
+{{- if and $cmw.webhookUrl $cmw.webhookUrlSecret.name }}
+{{- fail "controllers.configmapwatcher: webhookUrl and webhookUrlSecret.name are both set; choose one" }}
+{{- end }}
+{{- if and $cmw.webhookOnly (not (or $cmw.webhookUrl $cmw.webhookUrlSecret.name)) }}
+{{- fail "controllers.configmapwatcher.webhookOnly needs webhookUrl or webhookUrlSecret.name: it posts there instead of rolling" }}
+{{- end }}
+{{- if and $cmw.enabled $cmw.webhookUrlSecret.name }}
+{{- print "SWITCHBOARD_WEBHOOK_URL" }}
+{{- end }}
 {{- end }}
