@@ -370,9 +370,9 @@ func (u *podUpdate) resize(ctx context.Context, p *podPlan) error {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			// The API server refuses this resize (a change it does not allow in place): replace
 			// the Pod instead, as a resize the kubelet cannot make.
+			// evict records the ResizeFailed Event, and counts the eviction as ResizeFailed.
 			podResizesTotal.WithLabelValues("refused").Inc()
-			u.r.Recorder.Eventf(u.vs, p.pod, corev1.EventTypeWarning, v1alpha1.ReasonResizeFailed, "Resize", "Resizing Pod %s was refused: %v", p.pod.Name, err)
-			p.why = fmt.Sprintf("the API server refused the resize: %v", err)
+			p.action, p.why = podResizeFailed, fmt.Sprintf("the API server refused the resize: %v", err)
 			return u.evict(ctx, p)
 		}
 		podResizesTotal.WithLabelValues("failed").Inc()

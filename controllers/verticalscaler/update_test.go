@@ -276,6 +276,15 @@ func TestInPlaceResizesRunningPodsAndNeverTheTemplate(t *testing.T) {
 // allocatable is refused by the API server (its PodResizeValidator, cause NodeCapacity), as the
 // kubelet reports a resize Infeasible: the Pods are evicted instead, one at a time.
 func TestResizeBeyondTheNodeFallsBackToEviction(t *testing.T) {
+	resizeFailed := func() float64 {
+		t.Helper()
+		v, _, err := testenv.MetricValue("switchboard_verticalscaler_evictions_total", map[string]string{"reason": "ResizeFailed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := resizeFailed()
 	env.StartManager(t, updating...)
 	ns := env.Namespace(t, "vs-")
 	newDeployment(t, ns, "big", corev1.ResourceRequirements{Requests: list("100m", "100Mi")})
@@ -294,6 +303,11 @@ func TestResizeBeyondTheNodeFallsBackToEviction(t *testing.T) {
 	if !strings.Contains(warning.Note, "exceeds available node resources") && !strings.Contains(warning.Note, "NodeCapacity") &&
 		!strings.Contains(warning.Note, "allocatable") {
 		t.Errorf("ResizeFailed says %q, want the Node's capacity", warning.Note)
+	}
+	// The refused resize's eviction counts as ResizeFailed, which SwitchboardPodResizesFailing
+	// alerts on, not as a Recreate.
+	if got := resizeFailed() - before; got != 1 {
+		t.Errorf("switchboard_verticalscaler_evictions_total{reason=\"ResizeFailed\"} grew by %v, want 1", got)
 	}
 	time.Sleep(time.Second)
 	if got := evicted(podsOf(t, ns, "big")); len(got) != 1 {

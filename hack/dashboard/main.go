@@ -211,7 +211,8 @@ func (cp *capture) install(ctx context.Context) error {
 }
 
 // startReplicas runs the manager twice, as the ServiceAccount, with the Deployment's args, the
-// HTTP trigger on, and buffers of 8 events so that a burst of triggers overflows them.
+// HTTP trigger on, buffers of 8 events so that a burst of triggers overflows them, and shorter
+// intervals and limits so that every kind of apply and roll happens in the capture.
 func (cp *capture) startReplicas(dir string) error {
 	clientset, err := kubernetes.NewForConfig(cp.cluster.Config)
 	if err != nil {
@@ -242,7 +243,12 @@ func (cp *capture) startReplicas(dir string) error {
 		r.args = append(append(append([]string{}, cp.args...),
 			"--kubeconfig="+kubeconfig, "--leader-election-namespace="+managerNamespace,
 			"--metrics-bind-address="+r.metrics, "--metrics-secure=false", "--health-probe-bind-address=0",
-			"--source-buffer-size=8", "--usage-interval=15s", "--resync-interval=3m"), r.trigger.Args...)
+			"--source-buffer-size=8", "--usage-interval=15s", "--resync-interval=3m",
+			// Applies and resizes every 2 minutes rather than 10, and a resize kwok never
+			// finishes given up after 2 minutes (the Pod is evicted instead): the 12 minutes
+			// show each kind of apply. Six rolls a minute, fewer than the ConfigMaps' changes
+			// ask for (each takes the worker and five MyApps' Deployments): some wait their turn.
+			"--min-apply-interval=2m", "--in-place-resize-timeout=2m", "--max-rollouts-per-minute=6"), r.trigger.Args...)
 		if err := r.start(cp.manager); err != nil {
 			return err
 		}
@@ -407,8 +413,11 @@ func (cp *capture) scenario(ctx context.Context, duration time.Duration) error {
 }
 
 // The workloads: MyApps taking their environment from ConfigMaps, each with a VerticalScaler
-// that applies its recommendations, and a StatefulSet and a DaemonSet opted in to the
-// configmapwatcher with Reloader's annotation.
+// that applies its recommendations (in place, by eviction, or through the Pod template, in
+// turn; the StatefulSet's in place), and, opted in to the configmapwatcher with Reloader's annotation, a StatefulSet and a
+// DaemonSet taking the first ConfigMap, a Deployment taking all of them (it rolls at each
+// change, and fails to while Deployments are frozen), and a Deployment taking one that does not
+// exist (a skipped roll at each of its reconciles).
 const (
 	myApps     = 30
 	configMaps = 6
@@ -441,12 +450,38 @@ func (cp *capture) createWorkloads(ctx context.Context) error {
 	daemons := &appsv1.DaemonSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: workNamespace, Name: "agent", Annotations: reload},
 		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: agentLabels}, Template: *agent}}
-	for _, obj := range []client.Object{set, daemons} {
+	worker := deployment("worker", template)
+	for i := range configMaps {
+		worker.Spec.Template.Spec.Containers[0].EnvFrom = append(worker.Spec.Template.Spec.Containers[0].EnvFrom,
+			corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: fmt.Sprintf("config-%d", i)}}})
+	}
+	orphan := deployment("orphan", template)
+	orphan.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "config-missing"}}}}
+	// The StatefulSet's Pods ask for CPU (the MyApps' ask for nothing, a QoS class that a resize
+	// cannot change: the API server refuses those, and they are evicted instead): they are
+	// resized in place.
+	inPlace := &v1alpha1.VerticalScaler{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "VerticalScaler"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: workNamespace, Name: "cache"},
+		Spec: v1alpha1.VerticalScalerSpec{TargetRef: &v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "cache"},
+			UpdateMode: v1alpha1.UpdateModeInPlaceOrRecreate}}
+	for _, obj := range []client.Object{set, daemons, worker, orphan, inPlace} {
 		if err := cp.apply(ctx, obj); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deployment is a Deployment of one replica named name, opted in to the configmapwatcher with
+// Reloader's annotation, with a copy of template as its Pod template.
+func deployment(name string, template corev1.PodTemplateSpec) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	t := template.DeepCopy()
+	t.Labels = labels
+	return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: workNamespace, Name: name, Annotations: map[string]string{v1alpha1.ReloaderAutoAnnotation: "true"}},
+		Spec:       appsv1.DeploymentSpec{Replicas: new(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: *t}}
 }
 
 // changeSomething changes a ConfigMap (every Deployment, StatefulSet or DaemonSet that takes it
@@ -490,20 +525,24 @@ func (cp *capture) triggerBurst(context.Context) error {
 	return nil
 }
 
-// freezePolicy refuses the manager's updates and patches of the Deployments in workNamespace:
-// the myapp controller, the configmapwatcher and the verticalscaler then fail their reconciles of
-// those, and retry with backoff.
+// freezePolicy refuses the manager's updates and patches of the Deployments in workNamespace,
+// and its writes of VerticalScalerCheckpoints there: the myapp controller, the configmapwatcher
+// (failed rolls) and the verticalscaler then fail their reconciles of those, and retry with
+// backoff, and the verticalscaler's checkpoint writes fail.
 func freezePolicy() []client.Object {
 	policy := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
 		"metadata": map[string]any{"name": "dashboard-capture-freeze"},
 		"spec": map[string]any{
 			"failurePolicy": "Fail",
-			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
-				"apiGroups": []any{"apps"}, "apiVersions": []any{"v1"}, "operations": []any{"UPDATE"}, "resources": []any{"deployments"}}}},
+			"matchConstraints": map[string]any{"resourceRules": []any{
+				map[string]any{"apiGroups": []any{"apps"}, "apiVersions": []any{"v1"}, "operations": []any{"UPDATE"}, "resources": []any{"deployments"}},
+				map[string]any{"apiGroups": []any{v1alpha1.GroupVersion.Group}, "apiVersions": []any{v1alpha1.GroupVersion.Version},
+					"operations": []any{"CREATE", "UPDATE"}, "resources": []any{"verticalscalercheckpoints"}},
+			}},
 			"matchConditions": []any{map[string]any{"name": "the-manager",
 				"expression": fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", managerNamespace, serviceAccount)}},
-			"validations": []any{map[string]any{"expression": "false", "message": "Deployments are frozen for the dashboard's capture"}},
+			"validations": []any{map[string]any{"expression": "false", "message": "Deployments and checkpoints are frozen for the dashboard's capture"}},
 		},
 	}}
 	binding := &unstructured.Unstructured{Object: map[string]any{
@@ -568,12 +607,15 @@ func myApp(i int) *v1alpha1.MyApp {
 			EnvFrom: []v1alpha1.ConfigMapEnvSource{{ConfigMapName: fmt.Sprintf("config-%d", i%configMaps)}}}}
 }
 
+// updateModes are the VerticalScalers' modes, in turn: every way of applying a recommendation.
+var updateModes = []v1alpha1.UpdateMode{v1alpha1.UpdateModeInPlaceOrRecreate, v1alpha1.UpdateModeRecreate, v1alpha1.UpdateModeAuto}
+
 // verticalScaler is the VerticalScaler of the i-th MyApp's Deployment, applying what it
-// recommends.
+// recommends in the i-th of updateModes.
 func verticalScaler(i int) *v1alpha1.VerticalScaler {
 	return &v1alpha1.VerticalScaler{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "VerticalScaler"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: workNamespace, Name: fmt.Sprintf("web-%d", i)},
-		Spec:       v1alpha1.VerticalScalerSpec{DeploymentName: fmt.Sprintf("web-%d", i), UpdateMode: v1alpha1.UpdateModeAuto}}
+		Spec:       v1alpha1.VerticalScalerSpec{DeploymentName: fmt.Sprintf("web-%d", i), UpdateMode: updateModes[i%len(updateModes)]}}
 }
 
 // configMap is the i-th ConfigMap with data of version n.

@@ -80,15 +80,28 @@ var alertCases = map[string][]alertCase{
 	},
 	"SwitchboardRollsFailing": {
 		// Backoff doubles from 5 ms to about 17 minutes; a resync every 10 minutes retries too: the
-		// counter then grows at least every 10 minutes.
-		{"a roll that keeps failing", `controller_runtime_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0 11 12 13 14 15 15x3 16 16x8 17 17x38 18 18x38 19 19x38 20 20x38 21 21x38 22
-			controller_runtime_terminal_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0x240`, true},
-		{"one failure, then a roll", `controller_runtime_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0x10 1x230
-			controller_runtime_terminal_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0x240`, false},
-		{"bad specs only", `controller_runtime_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0+1x240
-			controller_runtime_terminal_reconcile_errors_total{` + target + `, controller="configmapwatcher-deployments"} 0+1x240`, false},
-		{"another controller's errors", `controller_runtime_reconcile_errors_total{` + target + `, controller="myapp"} 0+1x240
-			controller_runtime_terminal_reconcile_errors_total{` + target + `, controller="myapp"} 0x240`, false},
+		// counter of failed rolls then grows at least every 10 minutes.
+		{"a roll that keeps failing", `switchboard_configmapwatcher_rolls_total{` + target + `, kind="Deployment", exported_namespace="shop", result="error"} 0 11 12 13 14 15 15x3 16 16x8 17 17x38 18 18x38 19 19x38 20 20x38 21 21x38 22
+			switchboard_configmapwatcher_rolls_total{` + target + `, kind="Deployment", exported_namespace="shop", result="success"} 0+1x240`, true},
+		{"one failure, then a roll", `switchboard_configmapwatcher_rolls_total{` + target + `, kind="Deployment", exported_namespace="shop", result="error"} 0x10 1x230
+			switchboard_configmapwatcher_rolls_total{` + target + `, kind="Deployment", exported_namespace="shop", result="success"} 0x11 1x229`, false},
+		{"rolls that succeed", `switchboard_configmapwatcher_rolls_total{` + target + `, kind="Deployment", exported_namespace="shop", result="error"} 0x240
+			switchboard_configmapwatcher_rolls_total{` + target + `, kind="Deployment", exported_namespace="shop", result="success"} 0+1x240`, false},
+		{"another operator's series", `switchboard_configmapwatcher_rolls_total{job="other", kind="Deployment", exported_namespace="shop", result="error"} 0+1x240`, false},
+	},
+	"SwitchboardWebhookPostsDropped": {
+		{"a notification dropped", `switchboard_configmapwatcher_webhook_posts_total{` + target + `, result="dropped"} 0x20 1x40
+			switchboard_configmapwatcher_webhook_posts_total{` + target + `, result="sent"} 0+1x60`, true},
+		{"every notification sent", `switchboard_configmapwatcher_webhook_posts_total{` + target + `, result="dropped"} 0x60
+			switchboard_configmapwatcher_webhook_posts_total{` + target + `, result="sent"} 0+1x60`, false},
+		{"no webhook (served at 0)", `switchboard_configmapwatcher_webhook_posts_total{` + target + `, result="dropped"} 0x100`, false},
+	},
+	"SwitchboardPodResizesFailing": {
+		{"a Pod evicted because its resize failed", `switchboard_verticalscaler_evictions_total{` + target + `, reason="ResizeFailed"} 0x20 1x40
+			switchboard_verticalscaler_evictions_total{` + target + `, reason="Recreate"} 0x60`, true},
+		{"evictions of Recreate only", `switchboard_verticalscaler_evictions_total{` + target + `, reason="ResizeFailed"} 0x60
+			switchboard_verticalscaler_evictions_total{` + target + `, reason="Recreate"} 0+1x60`, false},
+		{"another operator's series", `switchboard_verticalscaler_evictions_total{job="other", reason="ResizeFailed"} 0+1x60`, false},
 	},
 	"SwitchboardMetricsAPIUnavailable": {
 		{"every read fails", `switchboard_verticalscaler_metrics_api_reads_total{` + target + `, result="error"} 0+1x80
