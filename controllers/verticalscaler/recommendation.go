@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -66,6 +67,27 @@ func estimatesOf(rec *v1alpha1.Recommendation, target string) map[string]v1alpha
 		out[c.ContainerName] = c
 	}
 	return out
+}
+
+// behindStatus says which containers of report, a recommendation drawn from the usage history,
+// rest on fewer samples than the same containers of status, the recommendation in status, when
+// both are of the same target; empty when none does. A history only gains samples, so fewer
+// means the history was read back from a checkpoint older than the status (a manager killed
+// before its last checkpoint, or one whose writes failed): the status's recommendation rests on
+// more evidence, and is kept until the history catches up.
+func behindStatus(report, status *v1alpha1.Recommendation) string {
+	if status == nil || v1alpha1.RecommendationTarget(report) != v1alpha1.RecommendationTarget(status) {
+		return ""
+	}
+	var behind []string
+	for _, c := range report.ContainerRecommendations {
+		for _, s := range status.ContainerRecommendations {
+			if s.ContainerName == c.ContainerName && c.Samples < s.Samples {
+				behind = append(behind, fmt.Sprintf("%s: %d samples, the status's %d", c.ContainerName, c.Samples, s.Samples))
+			}
+		}
+	}
+	return strings.Join(behind, "; ")
 }
 
 // recommend bounds the estimates of the recommended containers (recommender.RecommendedContainers)

@@ -1,6 +1,7 @@
 package verticalscaler
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/compare"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
 func list(cpu, memory string) corev1.ResourceList {
@@ -140,5 +142,50 @@ func TestRecommend(t *testing.T) {
 	}
 	if got := estimatesOf(want, "StatefulSet.apps/web"); got != nil {
 		t.Errorf("estimates of web's recommendation used for api: %v", got)
+	}
+}
+
+// TestHistoryBehindStatusKeepsTheStatus: a usage history read back from a checkpoint older than
+// the status (the leader that wrote the status was killed before its next checkpoint) rests on
+// fewer samples; its recommendation does not replace the status's until it has as many, and
+// RecommendationProvided says so. One of another target, or with as many samples, replaces it.
+func TestHistoryBehindStatusKeepsTheStatus(t *testing.T) {
+	at := func(target string, samples int64, cpu string) *v1alpha1.Recommendation {
+		return &v1alpha1.Recommendation{Target: target, ContainerRecommendations: []v1alpha1.ContainerRecommendation{{
+			ContainerName: "app", Target: list(cpu, ""), UncappedTarget: list(cpu, ""), Samples: samples}}}
+	}
+	const web = "Deployment.apps/web"
+	for _, tc := range []struct {
+		name              string
+		status, report    *v1alpha1.Recommendation
+		wantCPU, wantNote string
+	}{
+		{"behind: the status is kept", at(web, 12, "300m"), at(web, 10, "250m"), "300m", "app: 10 samples, the status's 12"},
+		{"as many: the report replaces it", at(web, 12, "300m"), at(web, 12, "250m"), "250m", ""},
+		{"more: the report replaces it", at(web, 12, "300m"), at(web, 13, "250m"), "250m", ""},
+		{"another target: the report replaces it", at("StatefulSet.apps/db", 12, "300m"), at(web, 1, "250m"), "250m", ""},
+		{"no status yet", nil, at(web, 1, "250m"), "250m", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vs := &v1alpha1.VerticalScaler{Spec: v1alpha1.VerticalScalerSpec{DeploymentName: "web"},
+				Status: v1alpha1.VerticalScalerStatus{Recommendation: tc.status}}
+			provided := metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionTrue,
+				Reason: v1alpha1.ReasonRecommended, Message: "Recommended"}
+			obs := observation{target: &workload{key: web}, report: &recommender.Report{Target: web, Recommendation: tc.report, Provided: provided}}
+			(&Reconciler{}).recommend(vs, &obs)
+			if obs.recommendation == nil || len(obs.recommendation.ContainerRecommendations) != 1 {
+				t.Fatalf("recommendation %+v", obs.recommendation)
+			}
+			if got := obs.recommendation.ContainerRecommendations[0].Target[corev1.ResourceCPU]; got.String() != tc.wantCPU {
+				t.Errorf("cpu %s, want %s", got.String(), tc.wantCPU)
+			}
+			if obs.behind != tc.wantNote {
+				t.Errorf("behind %q, want %q", obs.behind, tc.wantNote)
+			}
+			c := providedCondition(vs, obs)
+			if kept := strings.Contains(c.Message, "which is kept until the history catches up"); kept != (tc.wantNote != "") {
+				t.Errorf("RecommendationProvided says %q", c.Message)
+			}
+		})
 	}
 }

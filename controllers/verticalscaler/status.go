@@ -67,8 +67,12 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 func providedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condition {
 	if obs.report != nil {
 		out := obs.report.Provided
-		if recommender.MetricsFailure(out.Reason) && vs.Status.Recommendation != nil {
+		switch {
+		case recommender.MetricsFailure(out.Reason) && vs.Status.Recommendation != nil:
 			out.Message += "; the last recommendation is kept"
+		case obs.behind != "":
+			out.Message += "; the usage history read back from its checkpoint is behind the recommendation in status (" +
+				obs.behind + "), which is kept until the history catches up"
 		}
 		return out
 	}

@@ -102,6 +102,11 @@ type observation struct {
 	report *recommender.Report
 	// recommendation is the bounded recommendation; nil when there is none yet.
 	recommendation *v1alpha1.Recommendation
+	// behind says which containers' history has fewer samples than the status's
+	// recommendation rests on (a history read back from an older checkpoint by a restarted
+	// manager or a new leader); empty when it is not behind, and the report's recommendation
+	// replaces the status's.
+	behind string
 	// policyProblems name the policies that do not fit the target's Pods.
 	policyProblems []string
 	// podResources are what the admission policy gives new Pods' containers; nil in Off mode.
@@ -182,7 +187,9 @@ func (r *Reconciler) report(key types.NamespacedName, target string) *recommende
 func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 	from := vs.Status.Recommendation
 	if obs.report != nil && obs.report.Recommendation != nil {
-		from = obs.report.Recommendation
+		if obs.behind = behindStatus(obs.report.Recommendation, vs.Status.Recommendation); obs.behind == "" {
+			from = obs.report.Recommendation
+		}
 	}
 	var policy *v1alpha1.RecommenderPolicy
 	if from != nil {
