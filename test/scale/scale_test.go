@@ -467,12 +467,16 @@ func measure(b *testing.B, r run) scenario {
 }
 
 // reportGrowthOnce keeps the scenario of the first size (i == 0) in first, and reports at the
-// last size (i == last) its time and memory per object as ratios to the first's.
+// last size (i == last) its time and memory per object as ratios to the first's. When the first
+// size did not run (SCALE_RUN picked the last alone), there is nothing to divide by, and it says
+// so.
 func reportGrowthOnce(b *testing.B, unit string, i, last int, first *scenario, s scenario) {
-	switch i {
-	case 0:
+	switch {
+	case i == 0:
 		*first = s
-	case last:
+	case i == last && first.n == 0:
+		b.Logf("no ratios to the smallest size: it did not run")
+	case i == last:
 		reportGrowth(b, unit, *first, s)
 	}
 }
