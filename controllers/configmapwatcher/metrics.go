@@ -1,11 +1,11 @@
 package configmapwatcher
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/example/switchboard/controllers/internal/collectors"
 )
 
 // The results of a roll, in rollsTotal.
@@ -35,40 +35,40 @@ const (
 // and meaning, so that a dashboard or an alert made for Reloader keeps working.
 var (
 	// rollsTotal is switchboard_configmapwatcher_rolls_total{kind,namespace,result}.
-	rollsTotal = registered(prometheus.NewCounterVec(prometheus.CounterOpts{
+	rollsTotal = collectors.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_configmapwatcher_rolls_total",
 		Help: "Rolls of workloads because the ConfigMaps or Secrets they use changed (a Job re-created, a CronJob's Job run at once count too), by workload kind, namespace and result (success, error).",
 	}, []string{"kind", "namespace", "result"}))
 	// skippedRolls is switchboard_configmapwatcher_skipped_rolls_total{kind,reason}.
-	skippedRolls = registered(prometheus.NewCounterVec(prometheus.CounterOpts{
+	skippedRolls = collectors.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_configmapwatcher_skipped_rolls_total",
 		Help: "Reconciles that did not roll a workload, or not yet, for a reason worth an alert, by workload kind and reason: invalid-annotation, source-missing, rate-limited, webhook-only, invalid-pause-period. Counted at each reconcile that finds the reason, so it grows for as long as the reason lasts.",
 	}, []string{"kind", "reason"}))
 	// webhookTotal is switchboard_configmapwatcher_webhook_posts_total{result}.
-	webhookTotal = registered(prometheus.NewCounterVec(prometheus.CounterOpts{
+	webhookTotal = collectors.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_configmapwatcher_webhook_posts_total",
 		Help: "Notifications to --webhook-url by result: sent; dropped after the last retry failed, or because the queue of notifications was full.",
 	}, []string{"result"}))
 	// reloaderUnsupported is switchboard_configmapwatcher_reloader_unsupported{form,name,kind}.
-	reloaderUnsupported = registered(prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	reloaderUnsupported = collectors.Register(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "switchboard_configmapwatcher_reloader_unsupported",
 		Help: "Stakater Reloader's flags, environment variables and annotations seen at start that the configmapwatcher does not support, by form (flag, env, annotation), name and, for an annotation, workload kind: 1 for a flag or a variable, the number of workloads of the kind that carry it for an annotation.",
 	}, []string{"form", "name", "kind"}))
 
 	// reloaderReloads is Reloader's reloader_reload_executed_total{success}.
-	reloaderReloads = registered(prometheus.NewCounterVec(prometheus.CounterOpts{
+	reloaderReloads = collectors.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reloader_reload_executed_total",
 		Help: "Counter of reloads executed (Stakater Reloader's metric): the configmapwatcher's rolls, success true or false.",
 	}, []string{"success"}))
 	// reloaderReloadsByNamespace is Reloader's
 	// reloader_reload_executed_total_by_namespace{success,namespace}, which Reloader exposes
 	// with METRICS_COUNT_BY_NAMESPACE=enabled only.
-	reloaderReloadsByNamespace = registered(prometheus.NewCounterVec(prometheus.CounterOpts{
+	reloaderReloadsByNamespace = collectors.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reloader_reload_executed_total_by_namespace",
 		Help: "Counter of reloads executed by namespace (Stakater Reloader's metric): the configmapwatcher's rolls, success true or false.",
 	}, []string{"success", "namespace"}))
 	// reloaderActions is Reloader's reloader_action_total{workload_kind,result}.
-	reloaderActions = registered(prometheus.NewCounterVec(prometheus.CounterOpts{
+	reloaderActions = collectors.Register(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "reloader_action_total",
 		Help: "Total number of reload actions by workload kind and result (Stakater Reloader's metric): the configmapwatcher's rolls, result success or error.",
 	}, []string{"workload_kind", "result"}))
@@ -93,19 +93,6 @@ func initKind(kind string) {
 	for _, reason := range skippedReasons {
 		skippedRolls.WithLabelValues(kind, reason).Add(0)
 	}
-}
-
-// registered registers c with controller-runtime's registry, which the manager serves, and
-// returns it.
-func registered[C prometheus.Collector](c C) C {
-	if err := metrics.Registry.Register(c); err != nil {
-		var already prometheus.AlreadyRegisteredError
-		if errors.As(err, &already) {
-			return already.ExistingCollector.(C)
-		}
-		panic(err)
-	}
-	return c
 }
 
 // countRoll counts a roll of a workload of kind in namespace under our names and Reloader's.
