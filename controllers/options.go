@@ -248,6 +248,11 @@ type Selection struct {
 // that are idle (an optional kind not served, or Controller.Idle), each said once in log.
 func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, log logr.Logger) (Selection, error) {
 	ctx = logr.NewContext(ctx, log)
+	namespaceSet, err := o.namespaces()
+	if err != nil {
+		return Selection{}, err
+	}
+	namespaces := slices.Sorted(maps.Keys(namespaceSet))
 	var prepared []ControllerFlags
 	for _, c := range sel.Controllers {
 		p, ok := c.Flags.(Preparer)
@@ -255,7 +260,7 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 			continue
 		}
 		prepared = append(prepared, c.Flags)
-		run, err := p.Prepare(ctx, cfg)
+		run, err := p.Prepare(ctx, cfg, namespaces)
 		if err != nil {
 			return Selection{}, fmt.Errorf("preparing controller %s: %w", c.Name, err)
 		}
@@ -263,11 +268,6 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 			sel.Runnables = append(sel.Runnables, run)
 		}
 	}
-	namespaceSet, err := o.namespaces()
-	if err != nil {
-		return Selection{}, err
-	}
-	namespaces := slices.Sorted(maps.Keys(namespaceSet))
 	var discovery *discovery.DiscoveryClient
 	active := make([]Controller, 0, len(sel.Controllers))
 	sel.Idle = map[string]string{}

@@ -109,10 +109,10 @@ type ControllerFlags interface {
 }
 
 // Preparer is implemented by a controller's options that read the cluster before the manager
-// is made (what the cache lists is fixed then). The runnable it returns, if any, runs on every
-// replica for as long as the manager does.
+// is made (what the cache lists is fixed then), given the manager's namespaces (none for all).
+// The runnable it returns, if any, runs on every replica for as long as the manager does.
 type Preparer interface {
-	Prepare(ctx context.Context, cfg *rest.Config) (manager.Runnable, error)
+	Prepare(ctx context.Context, cfg *rest.Config, namespaces []string) (manager.Runnable, error)
 }
 
 // How says how a controller watches a secondary kind.

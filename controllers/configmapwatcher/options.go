@@ -79,8 +79,9 @@ type Options struct {
 	// sets, made by Validate.
 	ignoredNamespaces map[string]bool
 	ignoredKinds      map[podrefs.SourceKind]bool
-	// selectedNamespaces are the namespaces --namespace-selector selects, read by Prepare.
-	selectedNamespaces []string
+	// selectedNamespaces are the namespaces --namespace-selector selects, and
+	// unselectedNamespaces the others, read by Prepare.
+	selectedNamespaces, unselectedNamespaces []string
 }
 
 // NewOptions returns the defaults.
@@ -201,7 +202,7 @@ func (o *Options) Settings(managerNamespace string) Settings {
 // Scope is what the flags scope the configmapwatcher to. Call Validate first, and Prepare for
 // --namespace-selector.
 func (o *Options) Scope() Scope {
-	return Scope{namespaces: o.selectedNamespaces, selectsByLabels: o.namespaceSelector != nil,
+	return Scope{namespaces: o.selectedNamespaces, unselected: o.unselectedNamespaces, selectsByLabels: o.namespaceSelector != nil,
 		ignored: o.ignoredNamespaces, resourceSelector: o.resourceSelector, ignoredSources: o.ignoredKinds}
 }
 

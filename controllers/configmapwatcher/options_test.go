@@ -99,9 +99,11 @@ func TestReloaderSelector(t *testing.T) {
 	}
 }
 
-// TestScope: namespaces as the flags select them, with the manager's.
+// TestScope: namespaces as the flags select them, with the manager's: one watch per selected
+// namespace when the selector leaves out more than it selects, else watches of every namespace
+// that leave out the unselected ones.
 func TestScope(t *testing.T) {
-	s := Scope{namespaces: []string{"a", "b", "c"}, selectsByLabels: true, ignored: map[string]bool{"c": true}}
+	s := Scope{namespaces: []string{"a", "b", "c"}, unselected: []string{"d", "e", "f", "g"}, selectsByLabels: true, ignored: map[string]bool{"c": true}}
 	if got := s.Namespaces(nil); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("Namespaces(all) = %v", got)
 	}
@@ -117,6 +119,50 @@ func TestScope(t *testing.T) {
 	all := Scope{ignored: map[string]bool{"x": true}}
 	if all.Namespaces(nil) != nil || all.NamespaceFieldSelector().String() != "metadata.namespace!=x" {
 		t.Errorf("every namespace but x: %v, %v", all.Namespaces(nil), all.NamespaceFieldSelector())
+	}
+
+	most := Scope{namespaces: []string{"a", "b", "c"}, unselected: []string{"d"}, selectsByLabels: true, ignored: map[string]bool{"c": true}}
+	if !most.ExcludesUnselected(nil) || most.Namespaces(nil) != nil || most.Idle(nil) != "" {
+		t.Errorf("selecting most namespaces: excludes %v, namespaces %v, idle %q; want every namespace watched",
+			most.ExcludesUnselected(nil), most.Namespaces(nil), most.Idle(nil))
+	}
+	if got, want := most.NamespaceFieldSelector().String(), "metadata.namespace!=c,metadata.namespace!=d"; got != want {
+		t.Errorf("field selector %q, want %q", got, want)
+	}
+	if most.Namespace("c") || most.Namespace("d") || most.Namespace("new") || !most.Namespace("a") {
+		t.Error("Namespace does not follow the selection when every namespace is watched")
+	}
+	if most.ExcludesUnselected([]string{"a", "d"}) || !slices.Equal(most.Namespaces([]string{"a", "d"}), []string{"a"}) {
+		t.Errorf("with the manager's namespaces, one watch per selected namespace: %v", most.Namespaces([]string{"a", "d"}))
+	}
+	many := Scope{namespaces: make([]string, 2*maxExcludedNamespaces), unselected: make([]string, maxExcludedNamespaces+1), selectsByLabels: true}
+	if many.ExcludesUnselected(nil) {
+		t.Errorf("more than %d unselected namespaces left out by a field selector", maxExcludedNamespaces)
+	}
+}
+
+// TestNamespaceWatchDiffers: the namespace watch restarts the manager for a change of the
+// selected namespaces, and for a new unselected one only when the watches of every namespace
+// would not leave it out.
+func TestNamespaceWatchDiffers(t *testing.T) {
+	start := namespaceSets{selected: []string{"a", "b"}, unselected: []string{"c"}}
+	for _, tc := range []struct {
+		name     string
+		excludes bool
+		now      namespaceSets
+		want     bool
+	}{
+		{"unchanged", true, start, false},
+		{"selected one more", false, namespaceSets{selected: []string{"a", "b", "n"}, unselected: []string{"c"}}, true},
+		{"selected one less", false, namespaceSets{selected: []string{"a"}, unselected: []string{"b", "c"}}, true},
+		{"new unselected, one watch per selected namespace", false, namespaceSets{selected: []string{"a", "b"}, unselected: []string{"c", "n"}}, false},
+		{"new unselected, watches of every namespace", true, namespaceSets{selected: []string{"a", "b"}, unselected: []string{"c", "n"}}, true},
+		{"unselected deleted", true, namespaceSets{selected: []string{"a", "b"}, unselected: []string{}}, false},
+	} {
+		w := &namespaceWatch{start: start, excludesUnselected: tc.excludes}
+		if got := w.differs(tc.now); got != tc.want {
+			t.Errorf("%s: differs = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

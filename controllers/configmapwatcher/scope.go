@@ -34,10 +34,10 @@ import (
 // (CacheScope, changes); Reconcile and the predicates check it too, for what reaches them
 // otherwise: a kind another controller caches whole, the periodic resync, the HTTP trigger.
 type Scope struct {
-	// namespaces are those --namespace-selector selected at start (Options.Prepare);
-	// selectsByLabels says whether it is set.
-	namespaces      []string
-	selectsByLabels bool
+	// namespaces are those --namespace-selector selected at start (Options.Prepare), and
+	// unselected the others that existed then; selectsByLabels says whether it is set.
+	namespaces, unselected []string
+	selectsByLabels        bool
 	// ignored are --namespaces-to-ignore.
 	ignored map[string]bool
 	// resourceSelector is --resource-label-selector; nil for every source.
@@ -62,12 +62,31 @@ func (s Scope) Source(kind podrefs.SourceKind, sourceLabels map[string]string) b
 	return s.SourceKind(kind) && (s.resourceSelector == nil || s.resourceSelector.Matches(labels.Set(sourceLabels)))
 }
 
+// maxExcludedNamespaces bounds the namespaces a field selector leaves out of a watch of every
+// namespace (ExcludesUnselected): each is a term of the selector in every list and watch URL.
+const maxExcludedNamespaces = 100
+
+// ExcludesUnselected says whether, given the manager's namespaces (none for all), the
+// --namespace-selector is served by watches of every namespace that leave out the unselected
+// ones by a field selector, rather than by one watch per selected namespace and kind: when the
+// manager watches every namespace and the selector leaves out fewer namespaces than it selects
+// (and at most maxExcludedNamespaces). Selecting most namespaces then costs what the default
+// flags cost; an informer per namespace and kind cost 3.4 MiB more at 10,000 ConfigMaps and
+// Secrets (docs/performance.md). A namespace created later that the selector does not select
+// is not left out: the namespace watch restarts the manager for it (namespaceWatch).
+func (s Scope) ExcludesUnselected(manager []string) bool {
+	return s.selectsByLabels && len(manager) == 0 && len(s.namespaces) > 0 &&
+		len(s.unselected) < len(s.namespaces) && len(s.unselected) <= maxExcludedNamespaces
+}
+
 // Namespaces returns the namespaces to watch, given the manager's (none for all): nil for all
-// (then NamespaceFieldSelector leaves out the ignored ones), else a sorted list, which is empty
-// when nothing is selected.
+// (then NamespaceFieldSelector leaves out the ignored and the unselected ones), else a sorted
+// list, which is empty when nothing is selected.
 func (s Scope) Namespaces(manager []string) []string {
 	var candidates []string
 	switch {
+	case s.ExcludesUnselected(manager):
+		return nil
 	case s.selectsByLabels && len(manager) > 0:
 		for _, ns := range s.namespaces {
 			if slices.Contains(manager, ns) {
@@ -91,14 +110,16 @@ func (s Scope) Namespaces(manager []string) []string {
 	return slices.Compact(out)
 }
 
-// NamespaceFieldSelector leaves out the ignored namespaces from a watch of every namespace; nil
-// when none is ignored.
+// NamespaceFieldSelector leaves out the ignored namespaces, and those --namespace-selector does
+// not select, from a watch of every namespace (when Namespaces is nil); nil when none is left out.
 func (s Scope) NamespaceFieldSelector() fields.Selector {
-	if len(s.ignored) == 0 {
+	excluded := slices.Concat(slices.Collect(maps.Keys(s.ignored)), s.unselected)
+	if len(excluded) == 0 {
 		return nil
 	}
+	slices.Sort(excluded)
 	var terms []fields.Selector
-	for _, ns := range slices.Sorted(maps.Keys(s.ignored)) {
+	for _, ns := range slices.Compact(excluded) {
 		terms = append(terms, fields.OneTermNotEqualSelector("metadata.namespace", ns))
 	}
 	return fields.AndSelectors(terms...)
@@ -107,7 +128,7 @@ func (s Scope) NamespaceFieldSelector() fields.Selector {
 // Idle says why the configmapwatcher has nothing to look at, "" when it has something:
 // --namespace-selector selects no namespace.
 func (s Scope) Idle(manager []string) string {
-	if s.selectsByLabels && len(s.Namespaces(manager)) == 0 {
+	if s.selectsByLabels && !s.ExcludesUnselected(manager) && len(s.Namespaces(manager)) == 0 {
 		return "no namespace matches --namespace-selector"
 	}
 	return ""
@@ -126,13 +147,15 @@ func (s Scope) CacheScope(manager []string) cache.ByObject {
 	return cache.ByObject{Field: s.NamespaceFieldSelector()}
 }
 
-// Prepare runs before the manager is made. It logs Reloader's flags and environment variables
-// that the configmapwatcher was given but does not support (ReloaderFlags), and reads which
-// namespaces --namespace-selector selects (the cache's namespaces are fixed once the manager
-// is made); it returns what watches that set afterwards: a runnable that stops the manager with
-// ErrNamespacesChanged once the set changes, so that its replacement watches the new set (nil
-// without --namespace-selector).
-func (o *Options) Prepare(ctx context.Context, cfg *rest.Config) (manager.Runnable, error) {
+// Prepare runs before the manager is made, given the manager's namespaces (none for all). It
+// logs Reloader's flags and environment variables that the configmapwatcher was given but does
+// not support (ReloaderFlags), and reads which namespaces --namespace-selector selects and which
+// it does not (the cache's namespaces are fixed once the manager is made); it returns what
+// watches them afterwards: a runnable that stops the manager with ErrNamespacesChanged once the
+// selected set changes, or a namespace appears that a watch of every namespace would not leave
+// out (Scope.ExcludesUnselected), so that its replacement watches the new set (nil without
+// --namespace-selector).
+func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, namespaces []string) (manager.Runnable, error) {
 	o.reportReloaderFlags(logr.FromContextOrDiscard(ctx).WithValues("group", Group), os.LookupEnv)
 	if o.namespaceSelector == nil {
 		return nil, nil
@@ -142,11 +165,11 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config) (manager.Runnab
 		return nil, fmt.Errorf("creating a metadata client: %w", err)
 	}
 	w := &namespaceWatch{client: c, selector: o.namespaceSelector, quiet: namespaceQuiet}
-	o.selectedNamespaces, _, err = w.list(ctx)
-	if err != nil {
+	if w.start, _, err = w.list(ctx); err != nil {
 		return nil, fmt.Errorf("listing the namespaces --namespace-selector=%s selects: %w", o.NamespaceSelector, err)
 	}
-	w.selected = o.selectedNamespaces
+	o.selectedNamespaces, o.unselectedNamespaces = w.start.selected, w.start.unselected
+	w.excludesUnselected = o.Scope().ExcludesUnselected(namespaces)
 	return w, nil
 }
 
@@ -162,35 +185,57 @@ var namespacesResource = corev1.SchemeGroupVersion.WithResource("namespaces")
 // before it stops the manager, so that namespaces labelled one after the other cost one restart.
 const namespaceQuiet = 3 * time.Second
 
-// namespaceWatch watches the namespaces a label selector selects, metadata only, and returns
-// ErrNamespacesChanged once they differ from selected.
+// namespaceSets are the names of the namespaces a selector selects and of the others, sorted.
+type namespaceSets struct{ selected, unselected []string }
+
+// namespaceWatch watches every namespace, metadata only, and returns ErrNamespacesChanged once
+// the namespaces the selector selects differ from those at start, or, when the watches of
+// every namespace leave out the unselected ones (excludesUnselected), once a namespace appears
+// that the selector does not select: those watches would not leave it out.
 type namespaceWatch struct {
-	client   metadata.Interface
-	selector labels.Selector
-	selected []string
-	quiet    time.Duration
+	client             metadata.Interface
+	selector           labels.Selector
+	start              namespaceSets
+	excludesUnselected bool
+	quiet              time.Duration
 }
 
 // NeedLeaderElection is false: every replica's cache must list the selected namespaces, so
 // that a standby that takes over has the right ones.
 func (w *namespaceWatch) NeedLeaderElection() bool { return false }
 
-// list returns the names of the selected namespaces, sorted, and the list's resourceVersion.
-func (w *namespaceWatch) list(ctx context.Context) ([]string, string, error) {
-	list, err := w.client.Resource(namespacesResource).List(ctx, metav1.ListOptions{LabelSelector: w.selector.String()})
+// list returns the namespaces as the selector splits them, and the list's resourceVersion.
+func (w *namespaceWatch) list(ctx context.Context) (namespaceSets, string, error) {
+	list, err := w.client.Resource(namespacesResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, "", err
+		return namespaceSets{}, "", err
 	}
-	names := []string{}
+	sets := namespaceSets{selected: []string{}, unselected: []string{}}
 	for _, item := range list.Items {
-		names = append(names, item.Name)
+		if w.selector.Matches(labels.Set(item.Labels)) {
+			sets.selected = append(sets.selected, item.Name)
+		} else {
+			sets.unselected = append(sets.unselected, item.Name)
+		}
 	}
-	slices.Sort(names)
-	return names, list.ResourceVersion, nil
+	slices.Sort(sets.selected)
+	slices.Sort(sets.unselected)
+	return sets, list.ResourceVersion, nil
 }
 
-// Start watches until ctx ends (nil) or the selected namespaces change (ErrNamespacesChanged).
-// A failed list or watch is retried: it must not stop the manager.
+// differs says whether the manager must restart for the namespaces now: the selected ones
+// changed, or one appeared that the watches of every namespace do not leave out.
+func (w *namespaceWatch) differs(now namespaceSets) bool {
+	if !slices.Equal(now.selected, w.start.selected) {
+		return true
+	}
+	return w.excludesUnselected && slices.ContainsFunc(now.unselected, func(ns string) bool {
+		return !slices.Contains(w.start.unselected, ns)
+	})
+}
+
+// Start watches until ctx ends (nil) or the namespaces change as differs says
+// (ErrNamespacesChanged). A failed list or watch is retried: it must not stop the manager.
 func (w *namespaceWatch) Start(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx).WithValues("selector", w.selector.String())
 	for ctx.Err() == nil {
@@ -202,16 +247,16 @@ func (w *namespaceWatch) Start(ctx context.Context) error {
 			metawatch.Sleep(ctx, 5*time.Second)
 			continue
 		}
-		if !slices.Equal(now, w.selected) {
+		if w.differs(now) {
 			return w.changed(ctx, log, now)
 		}
-		watcher, err := w.client.Resource(namespacesResource).Watch(ctx, metav1.ListOptions{LabelSelector: w.selector.String(), ResourceVersion: rv})
+		watcher, err := w.client.Resource(namespacesResource).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 		if err != nil {
 			metawatch.Sleep(ctx, time.Second)
 			continue
 		}
 		if changed := w.follow(ctx, watcher); changed {
-			if now, _, err := w.list(ctx); err == nil && !slices.Equal(now, w.selected) {
+			if now, _, err := w.list(ctx); err == nil && w.differs(now) {
 				return w.changed(ctx, log, now)
 			}
 		}
@@ -219,7 +264,8 @@ func (w *namespaceWatch) Start(ctx context.Context) error {
 	return nil
 }
 
-// follow reads watcher's events until it ends and says whether one changed the selected set.
+// follow reads watcher's events until it ends and says whether one may have changed the
+// namespaces as differs sees them.
 func (w *namespaceWatch) follow(ctx context.Context, watcher watch.Interface) bool {
 	defer watcher.Stop()
 	for {
@@ -234,42 +280,52 @@ func (w *namespaceWatch) follow(ctx context.Context, watcher watch.Interface) bo
 			if !isMeta {
 				return false
 			}
-			selected := slices.Contains(w.selected, obj.Name)
-			if ev.Type == watch.Added && !selected || ev.Type == watch.Deleted && selected {
-				return true
+			wasSelected := slices.Contains(w.start.selected, obj.Name)
+			switch ev.Type {
+			case watch.Deleted:
+				if wasSelected {
+					return true
+				}
+			case watch.Added, watch.Modified:
+				selected := w.selector.Matches(labels.Set(obj.Labels))
+				if selected != wasSelected || !selected && w.excludesUnselected && !slices.Contains(w.start.unselected, obj.Name) {
+					return true
+				}
 			}
 		}
 	}
 }
 
-// changed waits until the selected set has stayed as it is for w.quiet, and returns
+// changed waits until the namespaces have stayed as they are for w.quiet, and returns
 // ErrNamespacesChanged, saying which namespaces came and went.
-func (w *namespaceWatch) changed(ctx context.Context, log logr.Logger, now []string) error {
+func (w *namespaceWatch) changed(ctx context.Context, log logr.Logger, now namespaceSets) error {
 	for {
 		metawatch.Sleep(ctx, w.quiet)
 		if ctx.Err() != nil {
 			return nil
 		}
 		again, _, err := w.list(ctx)
-		if err == nil && slices.Equal(again, now) {
+		if err == nil && slices.Equal(again.selected, now.selected) && slices.Equal(again.unselected, now.unselected) {
 			break
 		}
 		if err == nil {
 			now = again
 		}
 	}
-	var added, removed []string
-	for _, ns := range now {
-		if !slices.Contains(w.selected, ns) {
-			added = append(added, ns)
-		}
-	}
-	for _, ns := range w.selected {
-		if !slices.Contains(now, ns) {
-			removed = append(removed, ns)
-		}
-	}
 	log.Info("Namespaces selected by --namespace-selector changed; stopping so that a restart watches them",
-		"added", strings.Join(added, ","), "removed", strings.Join(removed, ","))
+		"added", strings.Join(missingFrom(w.start.selected, now.selected), ","),
+		"removed", strings.Join(missingFrom(now.selected, w.start.selected), ","),
+		"unselectedAdded", strings.Join(missingFrom(w.start.unselected, now.unselected), ","))
 	return ErrNamespacesChanged
+}
+
+// missingFrom returns the names of names that are not in set.
+func missingFrom(set, names []string) []string {
+	var out []string
+	for _, name := range names {
+		if !slices.Contains(set, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }

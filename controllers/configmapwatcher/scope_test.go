@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
@@ -179,7 +180,6 @@ func TestScopeFlags(t *testing.T) {
 // stops with ErrNamespacesChanged, and a new one records that namespace's workloads too.
 func TestNamespaceSelector(t *testing.T) {
 	k := kinds[0]
-	ctx := context.Background()
 	label := "cmw-selector-" + strings.ToLower(t.Name())
 	selected := env.Namespace(t, "cmw-selected-")
 	later := env.Namespace(t, "cmw-later-")
@@ -190,23 +190,62 @@ func TestNamespaceSelector(t *testing.T) {
 	m := env.StartManager(t, "--controllers=configmapwatcher", "--namespace-selector="+label+":yes")
 	k.waitRecorded(t, selected, "web")
 	settle(t, reconcileTotal(t), 0)
-	if s := k.states(t, later)["web"]; s.Record != "" {
-		t.Errorf("Deployment of a namespace the selector does not match recorded: %+v", s)
-	}
-	var d = k.make(later, "web", corev1.PodSpec{})
-	if err := m.GetCache().Get(ctx, client.ObjectKey{Namespace: later, Name: "web"}, d); err == nil {
-		t.Error("the cache holds a Deployment of a namespace the selector does not match")
-	}
+	checkLeftOut(t, m, k, later)
 
 	setLabel(t, later, label)
+	waitStoppedForNamespaces(t, m)
+	env.StartManager(t, "--controllers=configmapwatcher", "--namespace-selector="+label+"=yes")
+	k.waitRecorded(t, later, "web")
+}
+
+// TestNamespaceSelectorSelectingMost: a --namespace-selector that selects most namespaces is
+// served by watches of every namespace that leave out the unselected ones: their workloads are
+// not cached, the selected ones' are recorded and roll, and a new namespace the selector does
+// not select stops the manager with ErrNamespacesChanged, since those watches would see it.
+func TestNamespaceSelectorSelectingMost(t *testing.T) {
+	k := kinds[0]
+	label := "cmw-out-" + strings.ToLower(t.Name())
+	in := env.Namespace(t, "cmw-in-")
+	out := env.Namespace(t, "cmw-out-")
+	setLabel(t, out, label)
+	for _, ns := range []string{in, out} {
+		create(t, configMap(ns, "app", map[string]string{"k": "v1"}), k.workload(ns, "web", "true", envFrom("app")))
+	}
+	m := env.StartManager(t, "--controllers=configmapwatcher", "--namespace-selector=!"+label)
+	before := k.waitRecorded(t, in, "web")
+	settle(t, reconcileTotal(t), 0)
+	checkLeftOut(t, m, k, out)
+	updateConfigMap(t, in, "app", map[string]string{"k": "v2"})
+	k.waitRolled(t, in, before, "web")
+
+	later := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cmw-out-later-", Labels: map[string]string{label: "yes"}}}
+	if err := env.Client.Create(context.Background(), later); err != nil {
+		t.Fatal(err)
+	}
+	waitStoppedForNamespaces(t, m)
+}
+
+// checkLeftOut fails t when the workload "web" of namespace ns, which the scope leaves out, is
+// recorded or in the manager's cache.
+func checkLeftOut(t *testing.T, m *testenv.Manager, k workloadKind, ns string) {
+	t.Helper()
+	if s := k.states(t, ns)["web"]; s.Record != "" {
+		t.Errorf("%s of namespace %s, which the selector leaves out, recorded: %+v", k.name, ns, s)
+	}
+	if err := m.GetCache().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, k.make(ns, "web", corev1.PodSpec{})); err == nil {
+		t.Errorf("the cache holds a %s of namespace %s, which the selector leaves out", k.name, ns)
+	}
+}
+
+// waitStoppedForNamespaces waits until m stopped with ErrNamespacesChanged.
+func waitStoppedForNamespaces(t *testing.T, m *testenv.Manager) {
+	t.Helper()
 	testenv.Eventually(t, 30*time.Second, func() error {
 		if err := m.Err(); !errors.Is(err, configmapwatcher.ErrNamespacesChanged) {
-			return errors.New("the manager has not stopped for the new namespace yet")
+			return errors.New("the manager has not stopped for the namespaces' change yet")
 		}
 		return nil
 	})
-	env.StartManager(t, "--controllers=configmapwatcher", "--namespace-selector="+label+"=yes")
-	k.waitRecorded(t, later, "web")
 }
 
 // setLabel labels namespace ns with key=yes.
