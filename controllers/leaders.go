@@ -19,31 +19,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/example/switchboard/controllers/internal/collectors"
 	"github.com/example/switchboard/controllers/internal/leases"
 	"github.com/example/switchboard/sources"
 )
 
 // leaderGauge is switchboard_controller_leader{controller}: 1 while this replica runs the
 // controller's workers, 0 while another does.
-var leaderGauge = newLeaderGauge()
-
-func newLeaderGauge() *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "switchboard_controller_leader",
-		Help: "1 while this replica runs the controller's workers (it holds the controller's Lease, or the manager's), 0 while it is a standby.",
-	}, []string{"controller"})
-	if err := metrics.Registry.Register(g); err != nil {
-		// Tests start several managers in one process; they share the gauge.
-		var already prometheus.AlreadyRegisteredError
-		if errors.As(err, &already) {
-			return already.ExistingCollector.(*prometheus.GaugeVec)
-		}
-		panic(err)
-	}
-	return g
-}
+var leaderGauge = collectors.Register(prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "switchboard_controller_leader",
+	Help: "1 while this replica runs the controller's workers (it holds the controller's Lease, or the manager's), 0 while it is a standby.",
+}, []string{"controller"}))
 
 // leaseGroup is the group a controller is elected in with --leader-elect-scope=controller: the
 // controllers of one group (the table's Group: the configmapwatcher's one row per workload kind)
