@@ -256,7 +256,7 @@ SCALE_ENV ?=
 SCALE_RUN ?= .
 
 .PHONY: bench-scale
-bench-scale: envtest-assets ## Run the scale benchmarks once at full size (1,000 to 30,000 objects per controller, each on a fresh control plane; about 3 hours) and write bench/scale/report.md.
+bench-scale: envtest-assets ## Run the scale benchmarks once at full size (1,000 to 30,000 objects per controller, each on a fresh control plane; about 3.5 hours) and write bench/scale/report.md.
 	@mkdir -p bench/scale bench/tmp
 	@uptime
 	$(SCALE_ENV) go test -run '^$$' -bench '$(SCALE_RUN)' -benchtime=1x -count=1 -timeout 600m -v $(SCALE_PKGS) 2>&1 | tee bench/tmp/scale-raw.txt | grep -E '^(Benchmark|---|ok|FAIL|PASS)|scale_test.go' || true
