@@ -128,7 +128,8 @@ func (s Scope) NamespaceFieldSelector() fields.Selector {
 // Idle says why the configmapwatcher has nothing to look at, "" when it has something:
 // --namespace-selector selects no namespace.
 func (s Scope) Idle(manager []string) string {
-	if s.selectsByLabels && !s.ExcludesUnselected(manager) && len(s.Namespaces(manager)) == 0 {
+	// Namespaces is nil for every namespace, and empty, not nil, when none is selected.
+	if namespaces := s.Namespaces(manager); s.selectsByLabels && namespaces != nil && len(namespaces) == 0 {
 		return "no namespace matches --namespace-selector"
 	}
 	return ""
