@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,14 +24,19 @@ import (
 )
 
 // countingWriter counts the checkpoints written through it, by VerticalScaler name, in order.
+// A planned stop writes from several goroutines, hence the lock; the tests read written only
+// once the write calls have returned.
 type countingWriter struct {
 	client.Writer
+	mu      sync.Mutex
 	written []string
 }
 
 func (w *countingWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	if u, ok := obj.(interface{ GetName() string }); ok {
+		w.mu.Lock()
 		w.written = append(w.written, u.GetName())
+		w.mu.Unlock()
 	}
 	if w.Writer == nil {
 		return nil
@@ -281,18 +287,28 @@ func TestCheckpointsOldestFirstWithinABudget(t *testing.T) {
 	}
 }
 
-// blockingWriter blocks every write until its context ends, after the first n.
+// blockingWriter lets the first n writes through and blocks every later one until its context
+// ends. The count is taken under a lock: the stop's writers call it at once, and two of them must
+// not both pass as the n-th.
 type blockingWriter struct {
-	countingWriter
-	n int
+	client.Writer
+	mu       sync.Mutex
+	admitted int
+	n        int
 }
 
-func (w *blockingWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	if len(w.written) >= w.n {
-		<-ctx.Done()
-		return ctx.Err()
+func (w *blockingWriter) Apply(ctx context.Context, _ runtime.ApplyConfiguration, _ ...client.ApplyOption) error {
+	w.mu.Lock()
+	pass := w.admitted < w.n
+	if pass {
+		w.admitted++
 	}
-	return w.countingWriter.Apply(ctx, obj, opts...)
+	w.mu.Unlock()
+	if pass {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 // TestPlannedStopWritesEveryChangedHistory: a planned stop writes the checkpoint of every
