@@ -96,6 +96,7 @@ func main() {
 		os.Exit(1)
 	}
 	mgrOpts := opts.ManagerOptions(controllers.NewScheme(), selection)
+	mgrOpts.MapperProvider = controllers.MapperProvider(ctx, log)
 	if mgrOpts.LeaderElectionResourceLockInterface, err = opts.ManagerLeaseLock(cfg, selection); err != nil {
 		log.Error(err, "Setting up leader election failed")
 		os.Exit(1)

@@ -40,6 +40,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/metricsauth"
+	"github.com/example/switchboard/controllers/internal/transient"
 	"github.com/example/switchboard/sources"
 )
 
@@ -286,7 +287,12 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 				}
 			}
 			gvk := c.For.GetObjectKind().GroupVersionKind()
-			served, err := serves(discovery, gvk)
+			var served bool
+			err := transient.Retry(ctx, transient.StartBackoff, log, "asking whether the API server serves "+gvk.GroupVersion().String(),
+				func(context.Context) (err error) {
+					served, err = serves(discovery, gvk)
+					return err
+				})
 			if err != nil {
 				return Selection{}, fmt.Errorf("controller %s: %w", c.Name, err)
 			}
@@ -313,14 +319,15 @@ func newDiscovery(cfg *rest.Config) (*discovery.DiscoveryClient, error) {
 	return c, nil
 }
 
-// serves says whether the API server serves gvk.
+// serves says whether the API server serves gvk; its error is the API server's, for
+// transient.Retry to read.
 func serves(c *discovery.DiscoveryClient, gvk schema.GroupVersionKind) (bool, error) {
 	resources, err := c.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("asking the API server whether it serves %s: %w", gvk.GroupVersion(), err)
+		return false, err
 	}
 	for _, r := range resources.APIResources {
 		if r.Kind == gvk.Kind {

@@ -1,25 +1,34 @@
 package controllers
 
 import (
+	"context"
 	"crypto/x509"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/example/switchboard/controllers/internal/transient"
 	"github.com/example/switchboard/internal/pki"
 )
 
@@ -294,4 +303,85 @@ func parsedOptions(t *testing.T, args []string) *Options {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// TestPrepareRetriesTransientFailures: the start's one-off question to the API server, whether
+// the Rollout CRD is served, rides out an API server that fails for a moment (a replica started
+// while the API server restarts or sheds load meets one), gives up once the backoff runs out,
+// and stops at once on a refusal, since asking again changes nothing.
+func TestPrepareRetriesTransientFailures(t *testing.T) {
+	saved := transient.StartBackoff
+	transient.StartBackoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 4}
+	t.Cleanup(func() { transient.StartBackoff = saved })
+	const rolloutsPath = "/apis/argoproj.io/v1alpha1"
+	for _, tc := range []struct {
+		name string
+		// answers are the status codes for rolloutsPath, in turn; the last one repeats.
+		answers   []int
+		wantCalls int
+		wantErr   string // empty: Prepare succeeds
+		wantIdle  bool
+	}{
+		{"unavailable twice, then not served", []int{503, 503, 404}, 3, "", true},
+		{"too many requests, then served", []int{429, 200}, 2, "", false},
+		{"unavailable throughout", []int{503}, 4, "asking whether the API server serves argoproj.io/v1alpha1 failed 4 times, giving up", false},
+		{"forbidden", []int{403}, 1, "rollouts.argoproj.io is forbidden", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != rolloutsPath {
+					http.NotFound(w, r)
+					return
+				}
+				code := tc.answers[min(int(calls.Add(1)), len(tc.answers))-1]
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(code)
+				if code == http.StatusOK {
+					_ = json.NewEncoder(w).Encode(metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+						GroupVersion: "argoproj.io/v1alpha1", APIResources: []metav1.APIResource{{Name: "rollouts", Namespaced: true, Kind: "Rollout"}}})
+					return
+				}
+				_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+					Code: int32(code), Reason: reasonFor(code), Message: "rollouts.argoproj.io is " + strings.ToLower(http.StatusText(code))})
+			}))
+			t.Cleanup(srv.Close)
+			o := NewOptions()
+			o.Controllers = "configmapwatcher-rollouts"
+			sel, err := o.Resolve(Table())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sel, err = o.Prepare(context.Background(), &rest.Config{Host: srv.URL}, sel, logr.Discard())
+			if got := int(calls.Load()); got != tc.wantCalls {
+				t.Errorf("%d requests for %s, want %d", got, rolloutsPath, tc.wantCalls)
+			}
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Prepare = %v, want an error containing %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatalf("Prepare = %v", err)
+			default:
+				_, idle := sel.Idle["configmapwatcher-rollouts"]
+				if idle != tc.wantIdle || idle == (len(sel.Controllers) > 0) {
+					t.Errorf("idle %t with %d controllers active, want idle %t", idle, len(sel.Controllers), tc.wantIdle)
+				}
+			}
+		})
+	}
+}
+
+// reasonFor is the reason an API server gives with code.
+func reasonFor(code int) metav1.StatusReason {
+	switch code {
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	case http.StatusTooManyRequests:
+		return metav1.StatusReasonTooManyRequests
+	}
+	return metav1.StatusReasonServiceUnavailable
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/example/switchboard/controllers/internal/metawatch"
+	"github.com/example/switchboard/controllers/internal/transient"
 	"github.com/example/switchboard/internal/podrefs"
 )
 
@@ -166,8 +167,12 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, namespaces []st
 		return nil, fmt.Errorf("creating a metadata client: %w", err)
 	}
 	w := &namespaceWatch{client: c, selector: o.namespaceSelector, quiet: namespaceQuiet}
-	if w.start, _, err = w.list(ctx); err != nil {
-		return nil, fmt.Errorf("listing the namespaces --namespace-selector=%s selects: %w", o.NamespaceSelector, err)
+	what := "listing the namespaces --namespace-selector=" + o.NamespaceSelector + " selects"
+	if err := transient.Retry(ctx, transient.StartBackoff, logr.FromContextOrDiscard(ctx), what, func(ctx context.Context) (err error) {
+		w.start, _, err = w.list(ctx)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	o.selectedNamespaces, o.unselectedNamespaces = w.start.selected, w.start.unselected
 	w.excludesUnselected = o.Scope().ExcludesUnselected(namespaces)

@@ -245,6 +245,7 @@ func (e *Env) StartReplica(t testing.TB, r Replica, args ...string) *Manager {
 		t.Fatalf("preparing controllers: %v", err)
 	}
 	mgrOpts := opts.ManagerOptions(controllers.NewScheme(), selection)
+	mgrOpts.MapperProvider = controllers.MapperProvider(context.Background(), logger.WithName("setup"))
 	// Tests start one manager after another in one process; controller names need only be
 	// unique within a manager.
 	mgrOpts.Controller.SkipNameValidation = new(true)

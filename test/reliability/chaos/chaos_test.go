@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -379,9 +380,17 @@ func waitLed(t *testing.T, rs *replicas) {
 func waitQuiet(t *testing.T, rs *replicas) {
 	t.Helper()
 	quiet := testenv.Quiet{Controllers: []string{"myapp", "configmapwatcher-deployments"}, Idle: true, For: 10 * time.Second, Timeout: 5 * time.Minute}
-	_, err := quiet.Wait(context.Background(), func(ctx context.Context) (map[string]testenv.Reading, error) {
+	// A replica that exited by itself serves no metrics again: stop waiting and say why it
+	// is gone, rather than time out on its refused connections.
+	ctx, crashed := context.WithCancelCause(context.Background())
+	defer crashed(nil)
+	_, err := quiet.Wait(ctx, func(ctx context.Context) (map[string]testenv.Reading, error) {
 		all := map[string]testenv.Reading{}
 		for _, p := range rs.Live() {
+			if exited, err := p.proc.Exited(); exited {
+				crashed(fmt.Errorf("%s exited by itself (%v); its last lines:\n%s", p.name, err, lastLines(p.proc.Output(), 3)))
+				return nil, context.Cause(ctx)
+			}
 			readings, err := p.proc.ControllerMetrics(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p.name, err)
@@ -396,9 +405,18 @@ func waitQuiet(t *testing.T, rs *replicas) {
 		}
 		return all, nil
 	})
+	if cause := context.Cause(ctx); cause != nil && err != nil {
+		err = cause
+	}
 	if err != nil {
 		t.Fatalf("the controllers did not go quiet after the chaos: %v", err)
 	}
+}
+
+// lastLines returns the last n lines of output.
+func lastLines(output string, n int) string {
+	lines := strings.Split(strings.TrimRight(output, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // moveLease kills the replica that leads controller and starts its next process, and waits
