@@ -121,7 +121,6 @@ func TestStartBackoff(t *testing.T) {
 		least += d
 		most += time.Duration(float64(d) * (1 + b.Jitter))
 		b.Step()
-		b.Jitter = StartBackoff.Jitter
 	}
 	if least < 30*time.Second || most > 50*time.Second {
 		t.Errorf("StartBackoff waits %s to %s in all, want within 30 s to 50 s", least, most)
