@@ -214,7 +214,7 @@ func TestReleaseWaitsForTheTerm(t *testing.T) {
 	}
 	term := &blockingTerm{linger: 300 * time.Millisecond}
 	stop := runReplica(t, r, term.run)
-	waitFor(t, 5*time.Second, "leading", func() bool { return r.Leading("g") })
+	waitFor(t, 5*time.Second, "leading", func() bool { return r.Leading("g") && term.running.Load() })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -253,17 +253,19 @@ func TestAnotherHolderStopsTheTerm(t *testing.T) {
 	}
 	term := &blockingTerm{}
 	runReplica(t, r, term.run)
-	waitFor(t, 5*time.Second, "leading", func() bool { return r.Leading("g") })
+	waitFor(t, 5*time.Second, "leading", func() bool { return r.Leading("g") && term.running.Load() })
 
+	// Refuse the leader's writes from before the theft: a renewal between the thief's write
+	// and the reactor's switch would otherwise overwrite the thief on the fake.
+	stolen := time.Now()
+	stolenAt.Store(stolen.UnixNano())
 	l := lease(t, client)
 	l.Spec.HolderIdentity = new("thief")
 	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
 	if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stolen := time.Now()
-	stolenAt.Store(stolen.UnixNano())
-	waitFor(t, time.Second, "the term stopped", func() bool { return !term.running.Load() })
+	waitFor(t, time.Second, "the term stopped", func() bool { return !term.stoppedAt().IsZero() })
 	if took := term.stoppedAt().Sub(stolen); took > 500*time.Millisecond {
 		t.Errorf("the term stopped %s after the Lease was taken; want within a few retry periods", took)
 	}
@@ -288,7 +290,7 @@ func TestDeletedLeaseStaysWithItsHolder(t *testing.T) {
 	}
 	termA, termB := &blockingTerm{}, &blockingTerm{}
 	runReplica(t, a, termA.run)
-	waitFor(t, 5*time.Second, "a leading", func() bool { return a.Leading("g") })
+	waitFor(t, 5*time.Second, "a leading", func() bool { return a.Leading("g") && termA.running.Load() })
 	runReplica(t, b, termB.run)
 	waitFor(t, 5*time.Second, "b saw a's Lease", func() bool { return b.Holder("g") == "a" })
 
@@ -526,16 +528,18 @@ func TestLosingOneLeaseStopsOnlyItsGroup(t *testing.T) {
 			t.Errorf("Run of h: %v", err)
 		}
 	})
-	waitFor(t, 5*time.Second, "leading both groups", func() bool { return r.Leading("g") && r.Leading("h") })
+	waitFor(t, 5*time.Second, "leading both groups", func() bool {
+		return r.Leading("g") && r.Leading("h") && g.running.Load() && h.running.Load()
+	})
 
+	stolenAt.Store(time.Now().UnixNano())
 	l := lease(t, client)
 	l.Spec.HolderIdentity = new("thief")
 	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
 	if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stolenAt.Store(time.Now().UnixNano())
-	waitFor(t, time.Second, "g's term stopped", func() bool { return !g.running.Load() })
+	waitFor(t, time.Second, "g's term stopped", func() bool { return !g.stoppedAt().IsZero() })
 	// Past h's renew deadline: h renewed all along and its term never stopped.
 	time.Sleep(1500 * time.Millisecond)
 	if !h.running.Load() || !r.Leading("h") || !h.stoppedAt().IsZero() {
