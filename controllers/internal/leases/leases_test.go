@@ -186,6 +186,23 @@ func lease(t *testing.T, client *fake.Clientset) *coordinationv1.Lease {
 	return l
 }
 
+// steal writes lease-g with another holder, "thief", as a replica that took it would, and
+// returns when the theft began. It sets stolenAt, which the tests' reactors read to refuse the
+// leader's writes, before the thief's write: a renewal between the two would otherwise
+// overwrite the thief on the fake, which has no resourceVersion check.
+func steal(t *testing.T, client *fake.Clientset, stolenAt *atomic.Int64) time.Time {
+	t.Helper()
+	stolen := time.Now()
+	stolenAt.Store(stolen.UnixNano())
+	l := lease(t, client)
+	l.Spec.HolderIdentity = new("thief")
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return stolen
+}
+
 func holder(l *coordinationv1.Lease) string {
 	if l.Spec.HolderIdentity == nil {
 		return ""
@@ -255,16 +272,7 @@ func TestAnotherHolderStopsTheTerm(t *testing.T) {
 	runReplica(t, r, term.run)
 	waitFor(t, 5*time.Second, "leading", func() bool { return r.Leading("g") && term.running.Load() })
 
-	// Refuse the leader's writes from before the theft: a renewal between the thief's write
-	// and the reactor's switch would otherwise overwrite the thief on the fake.
-	stolen := time.Now()
-	stolenAt.Store(stolen.UnixNano())
-	l := lease(t, client)
-	l.Spec.HolderIdentity = new("thief")
-	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	stolen := steal(t, client, &stolenAt)
 	waitFor(t, time.Second, "the term stopped", func() bool { return !term.stoppedAt().IsZero() })
 	if took := term.stoppedAt().Sub(stolen); took > 500*time.Millisecond {
 		t.Errorf("the term stopped %s after the Lease was taken; want within a few retry periods", took)
@@ -532,13 +540,7 @@ func TestLosingOneLeaseStopsOnlyItsGroup(t *testing.T) {
 		return r.Leading("g") && r.Leading("h") && g.running.Load() && h.running.Load()
 	})
 
-	stolenAt.Store(time.Now().UnixNano())
-	l := lease(t, client)
-	l.Spec.HolderIdentity = new("thief")
-	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if _, err := client.CoordinationV1().Leases(testNamespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	steal(t, client, &stolenAt)
 	waitFor(t, time.Second, "g's term stopped", func() bool { return !g.stoppedAt().IsZero() })
 	// Past h's renew deadline: h renewed all along and its term never stopped.
 	time.Sleep(1500 * time.Millisecond)

@@ -1,9 +1,9 @@
 // Package transient retries the calls the manager makes to the API server once, before its
 // caches and probes start: the REST mapper's discovery read, whether an optional kind is
-// served, and which namespaces --namespace-selector selects. A failure the API server would not repeat a moment later (an
-// overloaded or restarting API server, a dropped connection) must not stop the manager, which
-// would then wait out the kubelet's crash-loop backoff; a refusal (RBAC, a bad request) is
-// returned at once, since asking again changes nothing.
+// served, and which namespaces --namespace-selector selects. A failure the API server would
+// not repeat a moment later (an overloaded or restarting API server, a dropped connection) must
+// not stop the manager, which would then wait out the kubelet's crash-loop backoff; a refusal
+// (RBAC, a bad request) is returned at once, since asking again changes nothing.
 package transient
 
 import (
