@@ -38,21 +38,13 @@ var documentedPrefixes = []string{"switchboard_", "controller_runtime_", "workqu
 // controller-runtime and client-go) that is served must be on the page.
 func TestMetricsDocumented(t *testing.T) {
 	documented := documentedMetrics(t)
-	served := servedMetrics(t)
+	served := servedMetrics(t, documented)
 
-	var missing, undocumented []string
-	for _, name := range documented {
-		if !slices.Contains(served, name) {
-			missing = append(missing, name)
-		}
-	}
+	var undocumented []string
 	for _, name := range served {
 		if hasAnyPrefix(name, documentedPrefixes) && !slices.Contains(documented, name) {
 			undocumented = append(undocumented, name)
 		}
-	}
-	if len(missing) > 0 {
-		t.Errorf("%s names metrics the manager does not serve: %s", metricsPage, strings.Join(missing, ", "))
 	}
 	if len(undocumented) > 0 {
 		t.Errorf("the manager serves metrics %s does not list: %s", metricsPage, strings.Join(undocumented, ", "))
@@ -89,8 +81,11 @@ func documentedMetrics(t *testing.T) []string {
 	return names
 }
 
-// servedMetrics runs the manager and returns the metric families it serves, sorted.
-func servedMetrics(t *testing.T) []string {
+// servedMetrics runs the manager, waits until it serves every family of documented, and
+// returns the families it serves then, sorted; it fails naming those still not served after a
+// minute. It waits for them all because a roll counts in several families one after the
+// other: a scrape between two of them must not fail the test.
+func servedMetrics(t *testing.T, documented []string) []string {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -159,11 +154,14 @@ func servedMetrics(t *testing.T) []string {
 			return err
 		}
 		names = families
-		for _, want := range []string{"switchboard_source_events_total", "controller_runtime_reconcile_time_seconds", "rest_client_requests_total",
-			"switchboard_configmapwatcher_rolls_total", "switchboard_verticalscaler_recommendation"} {
-			if !slices.Contains(names, want) {
-				return fmt.Errorf("%s not served yet", want)
+		var missing []string
+		for _, name := range documented {
+			if !slices.Contains(names, name) {
+				missing = append(missing, name)
 			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%s names metrics the manager does not serve: %s", metricsPage, strings.Join(missing, ", "))
 		}
 		return nil
 	})
