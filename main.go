@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -16,6 +15,8 @@ import (
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/loganalysis"
 	"github.com/example/switchboard/internal/logging"
+	// Heap profiling off before any other package is initialised (the package says why).
+	_ "github.com/example/switchboard/internal/noheapprofile"
 	"github.com/example/switchboard/internal/version"
 )
 
@@ -23,11 +24,6 @@ import (
 const exitUsage = 2
 
 func main() {
-	// No heap profile can be read from this process (it serves no pprof endpoint), yet
-	// profiling is on because controller-runtime links net/http/pprof, and its bucket table
-	// costs resident memory for nothing (README, Performance, has the figure). The linker
-	// would switch it off if pprof were not linked; do the same.
-	runtime.MemProfileRate = 0
 	if len(os.Args) > 1 && os.Args[1] == "logs" {
 		os.Exit(loganalysis.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}

@@ -201,3 +201,34 @@ func TestHelpFlagsAreDocumented(t *testing.T) {
 		t.Errorf("found only %d flags in manager --help:\n%s%s", flags, stdout, stderr)
 	}
 }
+
+// TestHeapProfilingOffBeforeInit: internal/noheapprofile is initialised before any package that
+// allocates, so that no allocation of the packages' initialisers is sampled (the package says
+// why). GODEBUG=inittrace=1 makes the runtime print each package's initialisation in order,
+// with what it allocated.
+func TestHeapProfilingOffBeforeInit(t *testing.T) {
+	t.Setenv("GODEBUG", "inittrace=1")
+	code, _, stderr := runManager(t, "--version")
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	const pkg = "github.com/example/switchboard/internal/noheapprofile"
+	var allocatedBefore []string
+	for _, line := range strings.Split(stderr, "\n") {
+		// init PACKAGE @0.63 ms, 0.004 ms clock, 0 bytes, 0 allocs
+		fields := strings.Fields(line)
+		if len(fields) < 10 || fields[0] != "init" {
+			continue
+		}
+		if fields[1] == pkg {
+			if len(allocatedBefore) > 0 {
+				t.Errorf("packages initialised before %s allocated: %s", pkg, strings.Join(allocatedBefore, "; "))
+			}
+			return
+		}
+		if fields[len(fields)-4] != "0" {
+			allocatedBefore = append(allocatedBefore, line)
+		}
+	}
+	t.Fatalf("%s not initialised; GODEBUG=inittrace=1 printed:\n%s", pkg, stderr)
+}
