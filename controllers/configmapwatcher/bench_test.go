@@ -380,13 +380,18 @@ func mean(values []float64) float64 {
 	return total / float64(len(values))
 }
 
-// deleteAll deletes the sources and workloads of ns.
+// deleteAll deletes the sources and workloads of ns. A deletion of 10,000 Secrets can outlast
+// the API server's request timeout on a busy machine (it resets the stream, having deleted
+// some): it is tried again until none is left.
 func deleteAll(b *testing.B, c client.Client, ns string) {
 	deleteWorkloads(b, c, ns)
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
-		if err := c.DeleteAllOf(context.Background(), obj, client.InNamespace(ns)); err != nil {
-			b.Errorf("deleting the %T objects of %s: %v", obj, ns, err)
-		}
+		testenv.Poll(b, 5*time.Minute, time.Second, func() error {
+			if err := c.DeleteAllOf(context.Background(), obj, client.InNamespace(ns)); err != nil {
+				return fmt.Errorf("deleting the %T objects of %s: %w", obj, ns, err)
+			}
+			return nil
+		})
 	}
 }
 
