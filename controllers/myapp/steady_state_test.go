@@ -44,10 +44,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 		})
 	}
 
-	before, err := env.APIWrites(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := env.SettledAPIWrites(t, timeout)
 	reconcilesBefore, err := testenv.ReconcileTotal("myapp")
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,10 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
+	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -21,6 +24,33 @@ var mutatingVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "A
 // write, failed ones included.
 func (e *Env) APIWrites(ctx context.Context) (map[string]float64, error) {
 	return APIWrites(ctx, e.Config)
+}
+
+// SettledAPIWrites is APIWrites once two readings a quarter of a second apart agree (within
+// timeout): the API server counts a request after it has answered it, so a reading taken right
+// after a client saw its write can miss that write, and a test that counts the writes of a
+// window would charge it to the window.
+func (e *Env) SettledAPIWrites(t testing.TB, timeout time.Duration) map[string]float64 {
+	t.Helper()
+	ctx := context.Background()
+	var settled map[string]float64
+	Poll(t, timeout, 0, func() error {
+		first, err := e.APIWrites(ctx)
+		if err != nil {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+		second, err := e.APIWrites(ctx)
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(first, second) {
+			return fmt.Errorf("the API server's write counts still moving")
+		}
+		settled = second
+		return nil
+	})
+	return settled
 }
 
 // APIWrites is Env.APIWrites for any API server: cfg must be allowed to read its /metrics (an
