@@ -28,16 +28,10 @@ func TestFinalizerPolicySetsTheFinalizer(t *testing.T) {
 		t.Fatalf("finalizers of the created MyApp = %v, want %s set at admission", app.Finalizers, v1alpha1.MyAppFinalizer)
 	}
 
-	before, err := env.APIWrites(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := env.SettledAPIWrites(t, timeout)
 	env.StartManager(t, "--controllers=myapp", "--watch-namespaces="+ns)
 	waitConverged(t, app)
-	after, err := env.APIWrites(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := env.SettledAPIWrites(t, timeout)
 	written := map[string]float64{}
 	for _, r := range []string{"myapps", "myapps/status", "deployments", "services"} {
 		written[r] = after[r] - before[r]
