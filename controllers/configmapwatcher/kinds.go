@@ -8,9 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -65,9 +63,25 @@ type owned struct {
 	restartAt   string
 }
 
-// templateOf keeps the Pod template's annotations, which is what owned.template replaces.
-func templateOf(annotations map[string]string) *corev1ac.PodTemplateSpecApplyConfiguration {
-	return corev1ac.PodTemplateSpec().WithAnnotations(annotations)
+// applied returns the apply configuration of obj, of kind gvk, carrying w: the Pod template's
+// annotations go under templateAt (nothing: the kind's template cannot change). It is an
+// unstructured object, not the kind's typed apply configuration: encoding/json makes, and keeps
+// for the life of the process, an encoder for every type a typed one reaches (the whole Pod
+// spec, about 0.4 MB of heap: docs/performance.md) to write three fields.
+func applied(gvk schema.GroupVersionKind, obj client.Object, w owned, templateAt ...string) runtime.ApplyConfiguration {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(obj.GetNamespace())
+	u.SetName(obj.GetName())
+	u.SetAnnotations(w.annotations)
+	// The Set calls cannot fail: they make every map on the path, in an object made here.
+	if w.template != nil && templateAt != nil {
+		_ = unstructured.SetNestedStringMap(u.Object, w.template, append(templateAt, "metadata", "annotations")...)
+	}
+	if w.restartAt != "" {
+		_ = unstructured.SetNestedField(u.Object, w.restartAt, "spec", "restartAt")
+	}
+	return client.ApplyConfigurationFromUnstructured(u)
 }
 
 // The workload kinds.
@@ -83,11 +97,7 @@ var (
 		},
 		keepTemplate: func(d *appsv1.Deployment, t corev1.PodTemplateSpec) { d.Spec.Template = t },
 		apply: func(d *appsv1.Deployment, w owned) runtime.ApplyConfiguration {
-			ac := appsv1ac.Deployment(d.Name, d.Namespace).WithAnnotations(w.annotations)
-			if w.template != nil {
-				ac.WithSpec(appsv1ac.DeploymentSpec().WithTemplate(templateOf(w.template)))
-			}
-			return ac
+			return applied(appsv1.SchemeGroupVersion.WithKind("Deployment"), d, w, "spec", "template")
 		},
 	}
 	// StatefulSets rolls StatefulSets.
@@ -100,11 +110,7 @@ var (
 		},
 		keepTemplate: func(s *appsv1.StatefulSet, t corev1.PodTemplateSpec) { s.Spec.Template = t },
 		apply: func(s *appsv1.StatefulSet, w owned) runtime.ApplyConfiguration {
-			ac := appsv1ac.StatefulSet(s.Name, s.Namespace).WithAnnotations(w.annotations)
-			if w.template != nil {
-				ac.WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(templateOf(w.template)))
-			}
-			return ac
+			return applied(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), s, w, "spec", "template")
 		},
 	}
 	// DaemonSets rolls DaemonSets.
@@ -117,11 +123,7 @@ var (
 		},
 		keepTemplate: func(ds *appsv1.DaemonSet, t corev1.PodTemplateSpec) { ds.Spec.Template = t },
 		apply: func(ds *appsv1.DaemonSet, w owned) runtime.ApplyConfiguration {
-			ac := appsv1ac.DaemonSet(ds.Name, ds.Namespace).WithAnnotations(w.annotations)
-			if w.template != nil {
-				ac.WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(templateOf(w.template)))
-			}
-			return ac
+			return applied(appsv1.SchemeGroupVersion.WithKind("DaemonSet"), ds, w, "spec", "template")
 		},
 	}
 	// CronJobs puts the hash on the job template's Pod template: the next Job runs with the new
@@ -135,12 +137,7 @@ var (
 		},
 		keepTemplate: func(cj *batchv1.CronJob, t corev1.PodTemplateSpec) { cj.Spec.JobTemplate.Spec.Template = t },
 		apply: func(cj *batchv1.CronJob, w owned) runtime.ApplyConfiguration {
-			ac := batchv1ac.CronJob(cj.Name, cj.Namespace).WithAnnotations(w.annotations)
-			if w.template != nil {
-				ac.WithSpec(batchv1ac.CronJobSpec().WithJobTemplate(batchv1ac.JobTemplateSpec().WithSpec(
-					batchv1ac.JobSpec().WithTemplate(templateOf(w.template)))))
-			}
-			return ac
+			return applied(batchv1.SchemeGroupVersion.WithKind("CronJob"), cj, w, "spec", "jobTemplate", "spec", "template")
 		},
 	}
 	// Jobs re-creates a Job whose data changed, as Reloader does: a Job's Pod template cannot
@@ -156,7 +153,7 @@ var (
 		keepTemplate: func(j *batchv1.Job, t corev1.PodTemplateSpec) { j.Spec.Template = t },
 		apply: func(j *batchv1.Job, w owned) runtime.ApplyConfiguration {
 			// Only the record: the Pod template is immutable, and a roll re-creates the Job.
-			return batchv1ac.Job(j.Name, j.Namespace).WithAnnotations(w.annotations)
+			return applied(batchv1.SchemeGroupVersion.WithKind("Job"), j, w)
 		},
 		recreates: true,
 		leftAlone: func(j *batchv1.Job) bool {
@@ -196,18 +193,7 @@ var (
 		},
 		keepTemplate: func(r *unstructured.Unstructured, t corev1.PodTemplateSpec) { _ = podrefs.SetRolloutTemplate(r, &t) },
 		apply: func(r *unstructured.Unstructured, w owned) runtime.ApplyConfiguration {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(podrefs.RolloutKind)
-			u.SetNamespace(r.GetNamespace())
-			u.SetName(r.GetName())
-			u.SetAnnotations(w.annotations)
-			if w.template != nil {
-				_ = unstructured.SetNestedStringMap(u.Object, w.template, "spec", "template", "metadata", "annotations")
-			}
-			if w.restartAt != "" {
-				_ = unstructured.SetNestedField(u.Object, w.restartAt, "spec", "restartAt")
-			}
-			return client.ApplyConfigurationFromUnstructured(u)
+			return applied(podrefs.RolloutKind, r, w, "spec", "template")
 		},
 		// A Rollout whose Pods come from a Deployment (spec.workloadRef) has no Pod template of
 		// its own to change: the Deployment is the one to annotate.

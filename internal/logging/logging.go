@@ -57,7 +57,9 @@ func RecordsWrite(msg string) bool {
 
 // Sampling is the state of the sampler: its counters and what it dropped.
 type Sampling struct {
-	counts  [numLevels][countersPerLevel]counter
+	// counts holds a level's counters from its first sampled line: at the default level only
+	// Info and Error lines come, and each level's 64 KiB would otherwise be heap for good.
+	counts  [numLevels]atomic.Pointer[[countersPerLevel]counter]
 	dropped *prometheus.CounterVec
 
 	mu sync.Mutex
@@ -245,6 +247,16 @@ func (s *Sampling) allow(ent zapcore.Entry) bool {
 	}
 	h := fnv.New32a()
 	h.Write([]byte(ent.Message))
-	n := s.counts[ent.Level-minLevel][h.Sum32()%countersPerLevel].add(ent.Time)
+	n := s.countersOf(ent.Level)[h.Sum32()%countersPerLevel].add(ent.Time)
 	return n <= samplingFirst || (n-samplingFirst)%samplingThereafter == 0
+}
+
+// countersOf returns the counters of level, making them at its first line.
+func (s *Sampling) countersOf(level zapcore.Level) *[countersPerLevel]counter {
+	slot := &s.counts[level-minLevel]
+	if counters := slot.Load(); counters != nil {
+		return counters
+	}
+	slot.CompareAndSwap(nil, new([countersPerLevel]counter))
+	return slot.Load()
 }

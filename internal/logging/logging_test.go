@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/example/switchboard/internal/loganalysis"
@@ -120,6 +122,38 @@ func TestSamplingFollowsControllerRuntime(t *testing.T) {
 				t.Errorf("lines kept (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCountersOnlyForLevelsLogged: a level's counters are made at its first sampled line, so a
+// manager at the default level holds Info's and Error's, not all seven levels' (448 KiB).
+func TestCountersOnlyForLevelsLogged(t *testing.T) {
+	var out bytes.Buffer
+	log, sampling, err := New(&zap.Options{DestWriter: &out}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := func() []zapcore.Level {
+		var levels []zapcore.Level
+		for i := range sampling.counts {
+			if sampling.counts[i].Load() != nil {
+				levels = append(levels, minLevel+zapcore.Level(i))
+			}
+		}
+		return levels
+	}
+	if diff := cmp.Diff([]zapcore.Level(nil), made()); diff != "" {
+		t.Errorf("levels with counters before any line (-want +got):\n%s", diff)
+	}
+	log.V(1).Info("Reconcile finished") // debug is not enabled: never sampled
+	log.Info("Enqueued workloads")
+	log.Error(errors.New("boom"), "Reconciler error")
+	if diff := cmp.Diff([]zapcore.Level{zapcore.InfoLevel, zapcore.ErrorLevel}, made()); diff != "" {
+		t.Errorf("levels with counters (-want +got):\n%s", diff)
+	}
+	logBurst(log, "myapp", "Enqueued workloads")
+	if got, want := count(&out, "Enqueued workloads"), samplingFirst+(burst+1-samplingFirst)/samplingThereafter; got != want {
+		t.Errorf("lines kept by the counters made at the first line: %d of %d, want %d", got, burst+1, want)
 	}
 }
 
