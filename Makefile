@@ -41,7 +41,7 @@ MANAGER ?= $(LOCALBIN)/manager
 # Flags passed to the manager by `make run`, for example ARGS='--controllers=myapp'.
 ARGS ?=
 
-# The local cluster of `make run` (hack/localcluster): kwok plays the kubelet of fake Nodes,
+# The local cluster of `make run` (cmd/localcluster): kwok plays the kubelet of fake Nodes,
 # with the Stages of the kwok module it is built from, and emulates their Pods' resource usage
 # (KWOK_METRICS); metrics-server scrapes it and serves metrics.k8s.io.
 KWOK ?= $(LOCALBIN)/kwok
@@ -343,7 +343,7 @@ bundle: ## Write the OLM bundle into bundle/ from `kubectl kustomize` of config/
 
 .PHONY: localcluster
 localcluster: ## Build the local-cluster launcher of `make run` into bin/localcluster.
-	go build -o $(LOCALCLUSTER) ./hack/localcluster
+	go build -o $(LOCALCLUSTER) ./cmd/localcluster
 
 ##@ Deployment
 

@@ -46,7 +46,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/hack/localcluster/cluster"
+	"github.com/example/switchboard/internal/localcluster"
 	"github.com/example/switchboard/internal/manifests"
 	"github.com/example/switchboard/internal/testenv"
 )
@@ -80,7 +80,7 @@ func main() {
 // capture is one run: the cluster, the replicas, and the file of scrapes.
 type capture struct {
 	root     string
-	cluster  *cluster.Cluster
+	cluster  *localcluster.Cluster
 	client   client.Client
 	manager  string
 	args     []string
@@ -119,7 +119,7 @@ func run(root, out, manager string, duration, interval time.Duration, keep func(
 	ctx := context.Background()
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(startCtx, cluster.Config{
+	c, err := localcluster.Start(startCtx, localcluster.Config{
 		Dir: filepath.Join(dir, "cluster"), K8sBinDir: bin("k8s"), Kwok: bin("kwok"), KwokStages: bin("kwok-stages.yaml"),
 		KwokMetrics: bin("kwok-metrics.yaml"), MetricsServer: bin("metrics-server"), Nodes: 2,
 	})

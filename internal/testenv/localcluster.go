@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/controllers"
-	"github.com/example/switchboard/hack/localcluster/cluster"
+	"github.com/example/switchboard/internal/localcluster"
 	"github.com/example/switchboard/internal/manifests"
 )
 
@@ -31,11 +31,11 @@ const (
 	ManagerServiceAccount = "switchboard-controller-manager"
 )
 
-// LocalCluster is the local cluster of `make run` (hack/localcluster/cluster: etcd,
+// LocalCluster is the local cluster of `make run` (internal/localcluster: etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, kwok and metrics-server) for one
 // test, with admin clients: what the end-to-end, chaos and soak tests run the manager on.
 type LocalCluster struct {
-	*cluster.Cluster
+	*localcluster.Cluster
 	// Admin is an uncached client for the admin, with the manager's scheme.
 	Admin client.Client
 	// Clientset is the admin's typed clientset.
@@ -46,14 +46,14 @@ type LocalCluster struct {
 // directory of the test's. The binaries come from KUBEBUILDER_ASSETS, KWOK, KWOK_STAGES,
 // KWOK_METRICS and METRICS_SERVER when set (the Makefile sets them), else from bin/ at the
 // module root, where `make kwok metrics-server` and `make envtest-assets` build them.
-func LocalClusterConfig(t testing.TB, nodes int) cluster.Config {
+func LocalClusterConfig(t testing.TB, nodes int) localcluster.Config {
 	t.Helper()
 	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(root, "bin")
-	return cluster.Config{
+	return localcluster.Config{
 		Dir:           t.TempDir(),
 		K8sBinDir:     envOr("KUBEBUILDER_ASSETS", filepath.Join(bin, "k8s")),
 		Kwok:          envOr("KWOK", filepath.Join(bin, "kwok")),
@@ -70,7 +70,7 @@ func StartLocalCluster(t testing.TB, nodes int) *LocalCluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, LocalClusterConfig(t, nodes))
+	c, err := localcluster.Start(ctx, LocalClusterConfig(t, nodes))
 	if err != nil {
 		t.Fatalf("starting the local cluster: %v", err)
 	}

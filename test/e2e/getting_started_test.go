@@ -25,7 +25,7 @@ type walkthroughStep struct {
 }
 
 // TestGettingStarted follows docs/getting-started.md as a reader would: it runs `make run`'s
-// launcher (hack/localcluster, with the samples), then every command of the page's `sh` blocks
+// launcher (cmd/localcluster, with the samples), then every command of the page's `sh` blocks
 // in order against that cluster, and finally stops the launcher with Ctrl-C. So the page cannot
 // drift from what works: a command that fails, or one the test does not know how to run, fails
 // the test. A command that fails is tried again for a while, as a reader would when the page
@@ -35,7 +35,7 @@ func TestGettingStarted(t *testing.T) {
 	dir := t.TempDir()
 	probes, metrics := testenv.FreeAddress(t), testenv.FreeAddress(t)
 	launcher := filepath.Join(dir, "localcluster")
-	if err := testenv.Build("github.com/example/switchboard/hack/localcluster", launcher); err != nil {
+	if err := testenv.Build("github.com/example/switchboard/cmd/localcluster", launcher); err != nil {
 		t.Fatal(err)
 	}
 	binaries := testenv.LocalClusterConfig(t, 1)

@@ -1,5 +1,5 @@
 // Package e2e runs the manager as a separate process, deployed from the shipped manifests, on
-// a local cluster with real controllers (hack/localcluster/cluster: kube-controller-manager,
+// a local cluster with real controllers (internal/localcluster: kube-controller-manager,
 // kube-scheduler, kwok). `make test-e2e` runs it; elsewhere it is skipped unless
 // SWITCHBOARD_E2E=1, because it needs the binaries `make run` builds and takes minutes.
 //

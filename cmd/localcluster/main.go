@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/example/switchboard/hack/localcluster/cluster"
+	"github.com/example/switchboard/internal/localcluster"
 )
 
 // fieldManager applies the samples.
@@ -67,7 +67,7 @@ func run() int {
 	defer stopSignals()
 	began := time.Now()
 	fmt.Fprintf(os.Stderr, "Starting a local cluster in %s\n", absDir)
-	c, err := cluster.Start(ctx, cluster.Config{
+	c, err := localcluster.Start(ctx, localcluster.Config{
 		Dir:           absDir,
 		K8sBinDir:     *k8sBin,
 		Kwok:          *kwok,
@@ -94,7 +94,7 @@ func run() int {
 
 // runManager applies the samples, says how to use the cluster, and runs the manager until a
 // signal or until the manager or a process of the cluster exits. It returns the exit status.
-func runManager(ctx context.Context, c *cluster.Cluster, samples []byte, manager string, args []string, nodes int, startup time.Duration) int {
+func runManager(ctx context.Context, c *localcluster.Cluster, samples []byte, manager string, args []string, nodes int, startup time.Duration) int {
 	if len(samples) > 0 {
 		if err := c.Apply(ctx, fieldManager, samples); err != nil {
 			return fail(fmt.Errorf("applying the samples: %w", err))

@@ -9,7 +9,7 @@
 // order of start. A watchdog process stops them all if the program that started the cluster
 // dies without calling Stop (SIGKILL, a crash), so no process is left behind either way. Linux
 // only: the processes envtest starts are found through /proc.
-package cluster
+package localcluster
 
 import (
 	"context"
