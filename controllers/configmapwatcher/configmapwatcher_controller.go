@@ -295,7 +295,7 @@ const (
 	rollRestart rollWay = "restarted"
 	// rollRecreate: a Job deleted and created again.
 	rollRecreate rollWay = "recreated"
-	// rollNone: --webhook-only, which posts instead of rolling.
+	// rollNone: --webhook-url, which posts instead of rolling.
 	rollNone rollWay = "none"
 )
 
@@ -459,8 +459,8 @@ func (r *Reconciler[T]) report(ctx context.Context, obj T, d decision, way rollW
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Roll", "Rolled %s %s: %s", r.Kind.Name, obj.GetName(), note)
 	case d.roll && way == rollNone:
 		skippedRolls.WithLabelValues(r.Kind.Name, skippedWebhookOnly).Inc()
-		log.Info("Recorded config change of "+r.Kind.Name+" without rolling it (--webhook-only)", "changes", changes, "fieldManager", FieldManager)
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Notify", "Not rolled (--webhook-only), posted to the webhook: %s", noteOf(changes))
+		log.Info("Recorded config change of "+r.Kind.Name+" without rolling it (--webhook-url)", "changes", changes, "fieldManager", FieldManager)
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Notify", "Not rolled (--webhook-url), posted to the webhook: %s", noteOf(changes))
 	case d.roll:
 		verb := map[rollWay]string{rollTemplate: "Rolled ", rollRestart: "Restarted ", rollRecreate: "Recreated "}[way]
 		keys := []any{"changes", changes, "configHash", hash, "previousConfigHash", previous, "fieldManager", FieldManager}

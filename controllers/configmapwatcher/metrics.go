@@ -24,7 +24,8 @@ const (
 	skippedSourceMissing = "source-missing"
 	// skippedRateLimited: --max-rollouts-per-minute put the roll off; it comes later.
 	skippedRateLimited = "rate-limited"
-	// skippedWebhookOnly: --webhook-only posted the change instead of rolling.
+	// skippedWebhookOnly: --webhook-url posted the change instead of rolling (the label keeps the
+	// name of the flag that once asked for it, which dashboards and alerts select).
 	skippedWebhookOnly = "webhook-only"
 	// skippedPauseInvalid: pause-period cannot be read, or is on a kind other than a
 	// Deployment; the workload rolled without a pause.

@@ -15,14 +15,15 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// WebhookSettings are --webhook-url, --webhook-format and --webhook-only.
+// WebhookSettings say where rolls are posted: --webhook-url (Only: instead of rolling) or
+// --notify-url, and --webhook-format.
 type WebhookSettings struct {
 	URL    string
 	Format string
 	Only   bool
 }
 
-// Notification is the JSON body --webhook-url receives for each roll: which workload, and which
+// Notification is the JSON body --webhook-url and --notify-url receive for each roll: which workload, and which
 // sources and keys changed. It never holds a value of a ConfigMap or a Secret, nor a digest.
 type Notification struct {
 	// Kind, Namespace and Name are the workload's.
@@ -31,7 +32,7 @@ type Notification struct {
 	Name      string `json:"name"`
 	// Action is what was done: "rolled" (the Pod template changed), "restarted" (a Rollout's
 	// spec.restartAt), "recreated" (a Job), "job-created" (a CronJob's Job run at once, besides
-	// its template), or "none" with --webhook-only.
+	// its template), or "none" with --webhook-url (posted instead of rolled).
 	Action string `json:"action"`
 	// Sources are the sources that changed.
 	Sources []NotifiedSource `json:"sources"`
@@ -72,7 +73,7 @@ func (n Notification) text() string {
 		changes = append(changes, change.String())
 	}
 	verb := map[string]string{"rolled": "Rolled", "restarted": "Restarted", "recreated": "Re-created",
-		"job-created": "Ran a Job of", "none": "Not rolled (--webhook-only):"}[n.Action]
+		"job-created": "Ran a Job of", "none": "Not rolled (--webhook-url):"}[n.Action]
 	return fmt.Sprintf("%s %s %s/%s: %s", verb, n.Kind, n.Namespace, n.Name, strings.Join(changes, "; "))
 }
 

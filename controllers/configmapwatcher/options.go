@@ -61,12 +61,13 @@ type Options struct {
 	ResourcesToIgnore []string
 	// ReloadOnDelete is Reloader's --reload-on-delete: the deletion of a source rolls.
 	ReloadOnDelete bool
-	// WebhookURL is where each roll is posted; empty posts nothing.
+	// WebhookURL is Reloader's --webhook-url: each roll is posted there instead of being
+	// made. Empty rolls.
 	WebhookURL string
-	// WebhookFormat is WebhookFormatJSON or WebhookFormatSlack.
+	// NotifyURL is where each roll is posted besides being made; empty posts nothing.
+	NotifyURL string
+	// WebhookFormat is WebhookFormatJSON or WebhookFormatSlack, for either URL.
 	WebhookFormat string
-	// WebhookOnly posts to WebhookURL instead of rolling, as Reloader's --webhook-url does.
-	WebhookOnly bool
 	// MaxRolloutsPerMinute bounds the rolls started in any minute, over every workload kind;
 	// 0 means no bound.
 	MaxRolloutsPerMinute int
@@ -108,9 +109,10 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ResourceLabelSelector, "resource-label-selector", o.ResourceLabelSelector, "Only ConfigMaps and Secrets whose labels match this selector (key=value or key:value, comma-separated) roll workloads; the others are neither watched nor recorded. As Reloader's flag.")
 	fs.Var(listFlag{&o.ResourcesToIgnore}, "resources-to-ignore", "'configmaps' or 'secrets': that kind of source is neither watched nor read, and rolls nothing; as Reloader's flag.")
 	fs.BoolVar(&o.ReloadOnDelete, "reload-on-delete", o.ReloadOnDelete, "Roll a workload when a ConfigMap or Secret it uses is deleted (and again when it comes back); otherwise a deletion gives a Warning Event and rolls nothing. As Reloader's flag.")
-	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "URL that each roll is posted to (the workload, its sources and the keys that changed, never values), with bounded retries; empty posts nothing. Unlike Reloader's flag it notifies besides rolling: add --webhook-only for Reloader's meaning.")
-	fs.StringVar(&o.WebhookFormat, "webhook-format", o.WebhookFormat, "Body of --webhook-url's posts: 'json' (the notification) or 'slack' ({\"text\": ...}, for chat webhooks).")
-	fs.BoolVar(&o.WebhookOnly, "webhook-only", o.WebhookOnly, "Post to --webhook-url instead of rolling, as Reloader's --webhook-url does: the record still moves on, so each change is posted once.")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "URL that each roll is posted to instead of being made, as Reloader's flag: the workload, its sources and the keys that changed (never values), with bounded retries; the record still moves on, so each change is posted once. Empty rolls.")
+	fs.StringVar(&o.NotifyURL, "notify-url", o.NotifyURL, "URL that each roll is posted to besides being made (the same body as --webhook-url's), with bounded retries; empty posts nothing.")
+	fs.StringVar(&o.WebhookFormat, "webhook-format", o.WebhookFormat, "Body of --webhook-url's and --notify-url's posts: 'json' (the notification) or 'slack' ({\"text\": ...}, for chat webhooks).")
+	fs.Var(removedFlag{name: "webhook-only", instead: "--webhook-url now posts instead of rolling, as Reloader's flag; --notify-url posts and rolls"}, "webhook-only", "Removed: --webhook-url posts instead of rolling, as Reloader's flag; --notify-url posts and rolls.")
 	fs.IntVar(&o.MaxRolloutsPerMinute, "max-rollouts-per-minute", o.MaxRolloutsPerMinute, "Most rolls the configmapwatcher starts in any minute, over every workload kind; the others wait their turn and none is dropped. 0 means no limit.")
 	o.reloader.addFlags(fs)
 }
@@ -143,18 +145,24 @@ func (o *Options) Validate() error {
 	switch {
 	case o.WebhookFormat != WebhookFormatJSON && o.WebhookFormat != WebhookFormatSlack:
 		return fmt.Errorf("--webhook-format must be %s or %s, got %q", WebhookFormatJSON, WebhookFormatSlack, o.WebhookFormat)
-	case o.WebhookOnly && o.WebhookURL == "":
-		return errors.New("--webhook-only needs --webhook-url: it posts there instead of rolling")
+	case o.WebhookURL != "" && o.NotifyURL != "":
+		return errors.New("--webhook-url and --notify-url exclude each other: --webhook-url posts each roll instead of making it, --notify-url besides")
 	case o.MaxRolloutsPerMinute < 0:
 		return fmt.Errorf("--max-rollouts-per-minute must not be negative, got %d", o.MaxRolloutsPerMinute)
 	}
-	// A URL read from a file, as a Secret made with --from-file has it, ends with a newline.
-	o.WebhookURL = strings.TrimSpace(o.WebhookURL)
-	if o.WebhookURL != "" {
-		u, err := url.Parse(o.WebhookURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	for _, u := range []struct {
+		flag  string
+		value *string
+	}{{"--webhook-url", &o.WebhookURL}, {"--notify-url", &o.NotifyURL}} {
+		// A URL read from a file, as a Secret made with --from-file has it, ends with a newline.
+		*u.value = strings.TrimSpace(*u.value)
+		if *u.value == "" {
+			continue
+		}
+		parsed, err := url.Parse(*u.value)
+		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
 			// The path and the user info of a chat webhook are its token: never printed.
-			return fmt.Errorf("--webhook-url must be an http or https URL, got %s", redactedURL(o.WebhookURL))
+			return fmt.Errorf("%s must be an http or https URL, got %s", u.flag, redactedURL(*u.value))
 		}
 	}
 	return o.reloader.validate()
@@ -195,9 +203,31 @@ func (o *Options) Settings(managerNamespace string) Settings {
 		Scope:                o.Scope(),
 		ReloadOnDelete:       o.ReloadOnDelete,
 		MaxRolloutsPerMinute: o.MaxRolloutsPerMinute,
-		Webhook:              WebhookSettings{URL: o.WebhookURL, Format: o.WebhookFormat, Only: o.WebhookOnly},
+		Webhook:              o.webhookSettings(),
 	}
 }
+
+// webhookSettings is where rolls are posted: --webhook-url instead of rolling, or --notify-url
+// besides.
+func (o *Options) webhookSettings() WebhookSettings {
+	if o.WebhookURL != "" {
+		return WebhookSettings{URL: o.WebhookURL, Format: o.WebhookFormat, Only: true}
+	}
+	return WebhookSettings{URL: o.NotifyURL, Format: o.WebhookFormat}
+}
+
+// removedFlag is a flag that is no longer: giving it stops the manager at start, saying what
+// to use instead, rather than being refused as unknown.
+type removedFlag struct{ name, instead string }
+
+func (f removedFlag) String() string { return "" }
+
+func (f removedFlag) Set(string) error {
+	return fmt.Errorf("--%s was removed: %s", f.name, f.instead)
+}
+
+// IsBoolFlag lets the removed flag be given without a value, as it was.
+func (f removedFlag) IsBoolFlag() bool { return true }
 
 // Scope is what the flags scope the configmapwatcher to. Call Validate first, and Prepare for
 // --namespace-selector.

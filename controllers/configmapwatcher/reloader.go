@@ -75,7 +75,7 @@ var ReloaderFlags = []ReloaderForm{
 	{Name: "pause-deployment-time-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderPausedAtAnnotation, Note: fixedNames},
 	{Name: "log-format", Support: Equivalent, NoGap: "", Note: "logs are JSON lines (zap); --zap-encoder=console for text"},
 	{Name: "log-level", Support: Unsupported, NoGap: "info", Note: "use --zap-log-level"},
-	{Name: "webhook-url", Support: Supported, NoGap: "", Note: "ours posts each roll and rolls; --webhook-only posts instead of rolling, as Reloader's does"},
+	{Name: "webhook-url", Support: Supported, NoGap: "", Note: "posts instead of rolling, as Reloader's; our body names the workload, its sources and keys; --notify-url posts and rolls"},
 	{Name: "resources-to-ignore", Support: Supported, NoGap: ""},
 	{Name: "ignored-workload-types", Support: Supported, NoGap: "", Note: "'jobs', 'cronjobs' or both, as --controllers=*,-configmapwatcher-jobs,-configmapwatcher-cronjobs"},
 	{Name: "namespaces", Support: Unsupported, NoGap: "", Note: "use --watch-namespaces, which scopes the whole manager"},

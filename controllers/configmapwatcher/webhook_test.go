@@ -85,12 +85,12 @@ func metricValue(t *testing.T, family string, labels map[string]string) float64 
 	return 0
 }
 
-// TestWebhookAndMetrics: each roll is posted to --webhook-url, naming the workload, the
+// TestWebhookAndMetrics: each roll is posted to --notify-url, naming the workload, the
 // sources and the keys that changed, never a value; it is counted by kind, namespace and
 // result, and under Reloader's metric names.
 func TestWebhookAndMetrics(t *testing.T) {
 	receiver, url := startWebhook(t)
-	env.StartManager(t, "--controllers=configmapwatcher", "--webhook-url="+url)
+	env.StartManager(t, "--controllers=configmapwatcher", "--notify-url="+url)
 	k := kinds[0]
 	ns := env.Namespace(t, "cmw-webhook-")
 	create(t, secret(ns, "db", map[string]string{"password": "first-secret-value"}), k.workload(ns, "web", "true", secretEnvFrom("db")))
@@ -137,11 +137,11 @@ func TestWebhookAndMetrics(t *testing.T) {
 	}
 }
 
-// TestWebhookOnly: with --webhook-only a change is posted instead of rolled, once: the record
-// moves on, the Pod template does not.
-func TestWebhookOnly(t *testing.T) {
+// TestWebhookURLPostsInsteadOfRolling: with --webhook-url, as with Reloader's, a change is
+// posted instead of rolled, once: the record moves on, the Pod template does not.
+func TestWebhookURLPostsInsteadOfRolling(t *testing.T) {
 	receiver, url := startWebhook(t)
-	env.StartManager(t, "--controllers=configmapwatcher", "--webhook-url="+url, "--webhook-only")
+	env.StartManager(t, "--controllers=configmapwatcher", "--webhook-url="+url)
 	k := kinds[0]
 	ns := env.Namespace(t, "cmw-webhookonly-")
 	create(t, configMap(ns, "app", map[string]string{"k": "v1"}), k.workload(ns, "web", "true", envFrom("app")))
@@ -160,7 +160,7 @@ func TestWebhookOnly(t *testing.T) {
 		t.Errorf("after the change: record moved %v, config hash %q; want the record moved and no hash", after.Record != before["web"].Record, after.Hash)
 	}
 	if got := counter.take(t, k, ns); len(got) > 0 {
-		t.Errorf("rolls with --webhook-only: %v", got)
+		t.Errorf("rolls with --webhook-url: %v", got)
 	}
 }
 

@@ -8,6 +8,7 @@ package helm_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -391,14 +392,14 @@ nodeSelector: {kubernetes.io/os: linux}
 		"namespace-selector": cmw.NamespaceSelector, "namespaces-to-ignore": cmw.NamespacesToIgnore,
 		"resource-label-selector": cmw.ResourceLabelSelector, "resources-to-ignore": cmw.ResourcesToIgnore,
 		"reload-on-delete": cmw.ReloadOnDelete, "webhook-url": cmw.WebhookURL, "webhook-format": cmw.WebhookFormat,
-		"webhook-only": cmw.WebhookOnly, "max-rollouts-per-minute": cmw.MaxRolloutsPerMinute,
+		"notify-url": cmw.NotifyURL, "max-rollouts-per-minute": cmw.MaxRolloutsPerMinute,
 	}
 	wantCMW := map[string]any{
 		"reloader-annotations": false, "debounce": 50 * time.Millisecond, "auto-reload-all": true,
 		"namespace-selector": "team:*, environment in (prod, staging)", "namespaces-to-ignore": []string{"kube-system", "monitoring"},
 		"resource-label-selector": "reload=true", "resources-to-ignore": []string{"secrets"},
 		"reload-on-delete": true, "webhook-url": "https://hooks.example.com/services/T0/B0/x?y=1#z", "webhook-format": "slack",
-		"webhook-only": true, "max-rollouts-per-minute": 1000000,
+		"notify-url": "", "max-rollouts-per-minute": 1000000,
 	}
 	if diff := cmp.Diff(wantCMW, gotCMW); diff != "" {
 		t.Errorf("the configmapwatcher's options (-want +got):\n%s", diff)
@@ -434,19 +435,27 @@ nodeSelector: {kubernetes.io/os: linux}
 }
 
 // TestWebhookURLFromSecret: with webhookUrlSecret, the container takes the URL from the
-// Secret's key into a variable that --webhook-url names, so that no object the chart renders
-// holds it; with the args expanded as the kubelet expands them, the manager posts there.
+// Secret's key into a variable that the flag names, so that no object the chart renders holds
+// it; with the args expanded as the kubelet expands them, the manager posts there: with
+// webhookOnly instead of rolling (--webhook-url), without it besides (--notify-url).
 func TestWebhookURLFromSecret(t *testing.T) {
 	const url = "https://hooks.example.com/services/T0/B0/token"
-	d := managerDeployment(t, render(t, "controllers: {configmapwatcher: {webhookUrlSecret: {name: chat-webhook, key: webhook}, webhookOnly: true}}"))
-	c := d.Spec.Template.Spec.Containers[0]
-	args := expandSecretVariables(t, c, map[string]map[string]string{"chat-webhook": {"webhook": url}})
-	if slices.Equal(args, c.Args) {
-		t.Fatalf("args %q name no variable from the Secret", c.Args)
-	}
-	_, sel := testenv.ManagerOptions(t, args)
-	if o := configMapWatcherOptions(t, sel); o.WebhookURL != url || !o.WebhookOnly {
-		t.Errorf("the manager posts to %q (only: %v); want %q, only", o.WebhookURL, o.WebhookOnly, url)
+	for _, only := range []bool{true, false} {
+		d := managerDeployment(t, render(t, fmt.Sprintf("controllers: {configmapwatcher: {webhookUrlSecret: {name: chat-webhook, key: webhook}, webhookOnly: %v}}", only)))
+		c := d.Spec.Template.Spec.Containers[0]
+		args := expandSecretVariables(t, c, map[string]map[string]string{"chat-webhook": {"webhook": url}})
+		if slices.Equal(args, c.Args) {
+			t.Fatalf("args %q name no variable from the Secret", c.Args)
+		}
+		_, sel := testenv.ManagerOptions(t, args)
+		o := configMapWatcherOptions(t, sel)
+		want := [2]string{"", url}
+		if only {
+			want = [2]string{url, ""}
+		}
+		if got := [2]string{o.WebhookURL, o.NotifyURL}; got != want {
+			t.Errorf("webhookOnly %v: the manager's --webhook-url, --notify-url are %q; want %q", only, got, want)
+		}
 	}
 }
 
