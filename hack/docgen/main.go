@@ -1,7 +1,10 @@
 // Command docgen writes the reference pages of docs/reference from the code, so that they say
 // what the code says: flags.md from the manager's flag sets, annotations.md from the annotation
 // constants of apis/, api.md from the CRDs of config/crd/bases and the condition types and
-// reasons of apis/, and helm-values.md from the Helm chart's values.yaml and values.schema.json. `make docs` runs it; its test fails when a committed page is stale.
+// reasons of apis/, and helm-values.md from the Helm chart's values.yaml and values.schema.json;
+// and the marked blocks of hand-written pages (markedBlocks), such as the table of Reloader's
+// chart values in docs/migrating/from-reloader.md. `make docs` runs it; its test fails when a
+// committed page or block is stale.
 package main
 
 import (
@@ -30,6 +33,17 @@ func main() {
 	}
 	for name, content := range pages {
 		if err := os.WriteFile(filepath.Join(*out, name), content, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "docgen:", err)
+			os.Exit(1)
+		}
+	}
+	marked, err := MarkedPages(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "docgen:", err)
+		os.Exit(1)
+	}
+	for path, content := range marked {
+		if err := os.WriteFile(filepath.Join(*root, path), content, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "docgen:", err)
 			os.Exit(1)
 		}

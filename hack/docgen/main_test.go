@@ -40,6 +40,52 @@ func TestReferencePagesAreCurrent(t *testing.T) {
 	}
 }
 
+// TestMarkedBlocksAreCurrent: each generated block of a hand-written page holds exactly what
+// `make docs` writes there.
+func TestMarkedBlocksAreCurrent(t *testing.T) {
+	pages, err := MarkedPages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) == 0 {
+		t.Fatal("no page with marked blocks")
+	}
+	for path, want := range pages {
+		got, err := os.ReadFile(filepath.Join(root, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("a generated block of %s is stale: run `make docs` (-generated +committed):\n%s", path, diff)
+		}
+	}
+}
+
+// TestReplaceMarked replaces a block's body and nothing else, and refuses markers that are
+// missing, doubled, out of order or inside a line.
+func TestReplaceMarked(t *testing.T) {
+	const begin, end = "<!-- BEGIN GENERATED: t -->\n", "<!-- END GENERATED: t -->\n"
+	got, err := ReplaceMarked([]byte("a\n"+begin+"old\nlines\n"+end+"b\n"), "t", []byte("new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a\n" + begin + "new\n" + end + "b\n"; string(got) != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, doc := range []string{
+		"a\n",
+		begin + "x\n",
+		begin + end + begin + end,
+		end + begin,
+		"a " + begin + end,
+		begin + "x " + end,
+	} {
+		if _, err := ReplaceMarked([]byte(doc), "t", []byte("new\n")); err == nil {
+			t.Errorf("ReplaceMarked(%q): no error", doc)
+		}
+	}
+}
+
 // TestEveryAnnotationConstantIsListed: every annotation constant of apis/ is on the committed
 // annotations page, with its value.
 func TestEveryAnnotationConstantIsListed(t *testing.T) {
