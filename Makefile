@@ -131,7 +131,7 @@ vet: ## Run go vet.
 # checks the dashboard and the alerts with Prometheus's own PromQL parser and engine, and draws
 # the dashboard's picture. The manager's go.mod should carry none of these. go fetches their
 # modules from the module proxy on the first run.
-TEST_MODULES ?= test/vpacompare hack/release test/helm test/reliability test/monitoring
+TEST_MODULES ?= test/vpacompare hack/release test/helm test/reliability test/monitoring test/reloadersuite
 
 .PHONY: test
 test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suites, generated-files check, the test modules.
@@ -145,7 +145,7 @@ test: $(CONTROLLER_GEN) envtest-assets vet ## Run every test: unit, envtest suit
 CONTROLLER_PKGS = $(filter-out internal,$(notdir $(patsubst %/,%,$(wildcard controllers/*/))))
 
 # Go modules of their own that `make lint` checks too, with the same configuration.
-LINT_MODULES ?= hack/release test/helm test/reliability test/monitoring
+LINT_MODULES ?= hack/release test/helm test/reliability test/monitoring test/reloadersuite
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, revive, ..., and who may import whom.
@@ -187,6 +187,36 @@ test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_
 		SWITCHBOARD_E2E_IMAGE_DIGEST=$$($(RELEASE) digest --layout=$(IMAGE_LAYOUT)) SWITCHBOARD_E2E_VERSION=$(VERSION) \
 		go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
 	cd test/reliability && SWITCHBOARD_CHAOS=short $(LOCALCLUSTER_ENV) go test ./chaos/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
+
+##@ Compatibility
+
+# Reloader's own end-to-end suite (test/e2e of a stakater/Reloader checkout) against the
+# configmapwatcher, on the local cluster of `make run` (test/reloadersuite: a helm stand-in
+# installs charts/switchboard with the suite's Reloader values, and runs the manager beside the
+# cluster with the chart's arguments and ServiceAccount). RELOADER_SUBJECT=reloader runs Reloader
+# itself, built from the checkout, the same way: the baseline. Not in CI: the suites build only
+# from a fetched checkout (docs/migrating/from-reloader.md says how, and the result table).
+RELOADER_DIR ?=
+RELOADER_SUBJECT ?= switchboard
+RELOADER_SUITES ?= core,annotations,flags,advanced
+# Where the module proxy does not serve the github.com/openshift/api version Reloader's go.mod
+# pins: a directory holding that version, which the suites are built against (Reloader's go.mod
+# is left as it is).
+OPENSHIFT_API_DIR ?=
+# results.json of an earlier run (the baseline's) to compare with; Ginkgo's focus and label filter.
+RELOADER_BASELINE ?=
+RELOADER_FOCUS ?=
+RELOADER_LABEL_FILTER ?=
+RELOADER_OUT ?= $(LOCALBIN)/reloadersuite
+
+.PHONY: test-reloader
+test-reloader: build $(LOCALCLUSTER_BINS) ## Run Reloader's own e2e suite (RELOADER_DIR=checkout) against the configmapwatcher, or RELOADER_SUBJECT=reloader against Reloader; per-spec results in RELOADER_OUT.
+	@[ -n "$(RELOADER_DIR)" ] || { echo "RELOADER_DIR=<a checkout of github.com/stakater/Reloader> is required"; exit 2; }
+	cd test/reloadersuite && go build -o $(LOCALBIN)/reloadersuite .
+	$(LOCALBIN)/reloadersuite run --reloader-dir=$(RELOADER_DIR) --subject=$(RELOADER_SUBJECT) --suites=$(RELOADER_SUITES) \
+		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' \
+		--out=$(RELOADER_OUT) --manager=$(MANAGER) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
+		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER)
 
 ##@ Reliability
 

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestParseHelmArgs(t *testing.T) {
+	// The two command lines of Reloader's test/e2e/utils/helm.go.
+	got, err := parseHelmArgs([]string{"upgrade", "--install", "reloader-abc", "/src/deployments/kubernetes/chart/reloader",
+		"--namespace", "ns1", "--create-namespace", "--reset-values",
+		"--set", "image.repository=ghcr.io/stakater/reloader", "--set", "image.tag=test", "--set", "image.pullPolicy=IfNotPresent",
+		"--wait", "--timeout", "180s", "--set", "reloader.watchGlobally=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := helmArgs{command: "upgrade", release: "reloader-abc", chart: "/src/deployments/kubernetes/chart/reloader", namespace: "ns1",
+		sets:    []string{"image.repository=ghcr.io/stakater/reloader", "image.tag=test", "image.pullPolicy=IfNotPresent", "reloader.watchGlobally=false"},
+		timeout: 180 * time.Second}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(helmArgs{})); diff != "" {
+		t.Errorf("upgrade (-want +got):\n%s", diff)
+	}
+	got, err = parseHelmArgs([]string{"uninstall", "reloader-abc", "--namespace", "ns1", "--ignore-not-found", "--wait"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.command != "uninstall" || got.release != "reloader-abc" || got.namespace != "ns1" {
+		t.Errorf("uninstall: got %+v", got)
+	}
+	for _, bad := range [][]string{
+		nil,
+		{"install", "x", "chart"},
+		{"upgrade", "x", "chart"}, // without --install: an upgrade of nothing
+		{"upgrade", "--install", "x", "chart", "--atomic"},
+		{"upgrade", "--install", "x", "chart", "--set"},
+		{"uninstall"},
+	} {
+		if _, err := parseHelmArgs(bad); err == nil {
+			t.Errorf("parseHelmArgs(%q): no error", bad)
+		}
+	}
+}
+
+func TestProcessOf(t *testing.T) {
+	optional := true
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "r-reloader"}, Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		ServiceAccountName: "r-sa",
+		Containers: []corev1.Container{
+			{Name: "sidecar"},
+			{
+				Name:    "manager",
+				Command: []string{"/manager"},
+				Args:    []string{"--controllers=configmapwatcher", "--webhook-url=$(URL)", "--literal=$$(URL)", "--unknown=$(NOPE)"},
+				Env: []corev1.EnvVar{
+					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "URL", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "hook"}, Key: "url"}}},
+					{Name: "GONE", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "url", Optional: &optional}}},
+					{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}},
+					{Name: "GOMAXPROCS", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1")}}},
+					{Name: "GREETING", Value: "in $(POD_NAMESPACE)"},
+				},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi"), corev1.ResourceCPU: resource.MustParse("1500m")}},
+			},
+		},
+	}}}}
+	secrets := func(namespace, name, key string) (string, bool, error) {
+		if namespace == "ns1" && name == "hook" && key == "url" {
+			return "https://example.com/x", true, nil
+		}
+		return "", false, nil
+	}
+	got, err := processOf(d, "manager", "ns1", "r-reloader-0", secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := processSpec{
+		Args: []string{"--controllers=configmapwatcher", "--webhook-url=https://example.com/x", "--literal=$(URL)", "--unknown=$(NOPE)"},
+		Env: []string{"POD_NAMESPACE=ns1", "POD_NAME=r-reloader-0", "URL=https://example.com/x", "GOMEMLIMIT=268435456",
+			"GOMAXPROCS=2", "GREETING=in ns1"},
+		ServiceAccount: "r-sa",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("processOf (-want +got):\n%s", diff)
+	}
+
+	d.Spec.Template.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "URL", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "url"}}}}
+	if _, err := processOf(d, "manager", "ns1", "p", secrets); err == nil {
+		t.Error("a required Secret key that is missing: no error")
+	}
+	if _, err := processOf(d, "nope", "ns1", "p", secrets); err == nil {
+		t.Error("a container that is not there: no error")
+	}
+}
+
+func TestReadReport(t *testing.T) {
+	report := `[{"SuiteDescription":"Core","SpecReports":[
+	 {"ContainerHierarchyTexts":["Reload","ConfigMap"],"LeafNodeType":"It","LeafNodeText":"Deployment","State":"passed","RunTime":2500000000},
+	 {"ContainerHierarchyTexts":["Reload"],"LeafNodeType":"It","LeafNodeText":"Rollout","State":"skipped"},
+	 {"ContainerHierarchyTexts":["Reload"],"LeafNodeType":"It","LeafNodeText":"DaemonSet","State":"failed","Failure":{"Message":"timed out\nmore","Location":{"FileName":"w.go","LineNumber":7}}},
+	 {"LeafNodeType":"SynchronizedBeforeSuite","State":"passed"},
+	 {"LeafNodeType":"SynchronizedAfterSuite","State":"failed","Failure":{"Message":"cleanup"}}
+	]}]`
+	got, err := readReport("core", []byte(report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []specResult{
+		{Suite: "core", Spec: "Reload ConfigMap Deployment", State: "passed", Seconds: 2.5},
+		{Suite: "core", Spec: "Reload Rollout", State: "skipped"},
+		{Suite: "core", Spec: "Reload DaemonSet", State: "failed", Failure: "timed out ... (w.go:7)"},
+		{Suite: "core", Spec: "[SynchronizedAfterSuite]", State: "failed", Failure: "cleanup (:0)"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("readReport (-want +got):\n%s", diff)
+	}
+}
+
+func TestRegressions(t *testing.T) {
+	baseline := []specResult{
+		{Suite: "core", Spec: "a", State: "passed"},
+		{Suite: "core", Spec: "b", State: "passed"},
+		{Suite: "core", Spec: "c", State: "failed"},
+		{Suite: "flags", Spec: "d", State: "passed"},
+		{Suite: "flags", Spec: "e", State: "passed"},
+	}
+	subject := []specResult{
+		{Suite: "core", Spec: "a", State: "passed"},
+		{Suite: "core", Spec: "b", State: "failed"},
+		{Suite: "core", Spec: "c", State: "failed"},
+		{Suite: "flags", Spec: "e", State: "skipped"},
+	}
+	want := []specResult{
+		{Suite: "core", Spec: "b", State: "failed"},
+		{Suite: "flags", Spec: "d", State: "absent"},
+		{Suite: "flags", Spec: "e", State: "skipped"},
+	}
+	if diff := cmp.Diff(want, regressions(baseline, subject)); diff != "" {
+		t.Errorf("regressions (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/example/switchboard/internal/localcluster"
+)
+
+// runConfig is what `reloadersuite run` is told.
+type runConfig struct {
+	reloaderDir     string
+	openshiftAPIDir string
+	subject         string
+	suites          []string
+	out             string
+	manager         string
+	chart           string
+	values          string
+	labelFilter     string
+	focus           string
+	crds            string
+	baseline        string
+	cluster         localcluster.Config
+}
+
+// knownSuites are the suites of Reloader's test/e2e.
+var knownSuites = []string{"core", "annotations", "flags", "advanced", "argo", "csi"}
+
+func parseRunFlags(args []string) (runConfig, error) {
+	var cfg runConfig
+	var suites string
+	fs := flag.NewFlagSet("reloadersuite run", flag.ContinueOnError)
+	fs.StringVar(&cfg.reloaderDir, "reloader-dir", "", "a checkout of stakater/Reloader whose test/e2e suites run (required)")
+	fs.StringVar(&cfg.openshiftAPIDir, "openshift-api-dir", "", "a directory holding github.com/openshift/api at the version Reloader's go.mod pins, when the module proxy does not serve it: the suites are built with a replace to it (Reloader's go.mod is not changed)")
+	fs.StringVar(&cfg.subject, "subject", subjectSwitchboard, "what the suites run against: switchboard (the configmapwatcher, installed with its chart in place of Reloader's) or reloader (Reloader built from the checkout, installed with its own chart: the baseline)")
+	fs.StringVar(&suites, "suites", "core,annotations,flags,advanced", "comma-separated suites of "+strings.Join(knownSuites, ", "))
+	fs.StringVar(&cfg.out, "out", filepath.Join("bin", "reloadersuite"), "directory for the builds, the cluster, the logs and the results")
+	fs.StringVar(&cfg.manager, "manager", filepath.Join("bin", "manager"), "Switchboard's manager binary")
+	fs.StringVar(&cfg.chart, "chart", filepath.Join("charts", "switchboard"), "Switchboard's chart, installed with the suite's Reloader values")
+	fs.StringVar(&cfg.values, "values", filepath.Join("charts", "switchboard", "ci", "configmapwatcher-values.yaml"), "Switchboard's values files (comma-separated), given before the suite's; the migration page's")
+	fs.StringVar(&cfg.labelFilter, "label-filter", "", "Ginkgo's --label-filter for every suite")
+	fs.StringVar(&cfg.focus, "focus", "", "Ginkgo's --focus for every suite")
+	fs.StringVar(&cfg.crds, "crds", "", "a directory of CustomResourceDefinitions to install first (for example Argo Rollouts' Rollout)")
+	fs.StringVar(&cfg.baseline, "baseline", "", "results.json of a baseline run: list the specs it passed that this run did not")
+	fs.StringVar(&cfg.cluster.K8sBinDir, "k8s-bin-dir", filepath.Join("bin", "k8s"), "etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
+	fs.StringVar(&cfg.cluster.Kwok, "kwok", filepath.Join("bin", "kwok"), "kwok binary")
+	fs.StringVar(&cfg.cluster.KwokStages, "kwok-stages", filepath.Join("bin", "kwok-stages.yaml"), "kwok Stages")
+	fs.StringVar(&cfg.cluster.KwokMetrics, "kwok-metrics", filepath.Join("bin", "kwok-metrics.yaml"), "kwok's metrics configuration")
+	fs.StringVar(&cfg.cluster.MetricsServer, "metrics-server", filepath.Join("bin", "metrics-server"), "metrics-server binary")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if cfg.reloaderDir == "" {
+		return cfg, errors.New("--reloader-dir is required: a checkout of https://github.com/stakater/Reloader")
+	}
+	if cfg.subject != subjectSwitchboard && cfg.subject != subjectReloader {
+		return cfg, fmt.Errorf("--subject is %s or %s, not %q", subjectSwitchboard, subjectReloader, cfg.subject)
+	}
+	for _, s := range strings.Split(suites, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(knownSuites, s) {
+			return cfg, fmt.Errorf("--suites: unknown suite %q; the suites are %s", s, strings.Join(knownSuites, ", "))
+		}
+		cfg.suites = append(cfg.suites, s)
+	}
+	if len(cfg.suites) == 0 {
+		return cfg, errors.New("--suites names no suite")
+	}
+	cfg.cluster.Nodes = 1
+	return cfg, absPaths(&cfg.reloaderDir, &cfg.openshiftAPIDir, &cfg.out, &cfg.manager, &cfg.chart, &cfg.crds, &cfg.baseline,
+		&cfg.cluster.K8sBinDir, &cfg.cluster.Kwok, &cfg.cluster.KwokStages, &cfg.cluster.KwokMetrics, &cfg.cluster.MetricsServer)
+}
+
+// absPaths makes the non-empty paths absolute: the suites run in the Reloader checkout.
+func absPaths(paths ...*string) error {
+	for _, p := range paths {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	return nil
+}
+
+func run(args []string) error {
+	cfg, err := parseRunFlags(args)
+	if err != nil {
+		return err
+	}
+	// The absolute values files: the stand-in runs in the Reloader checkout.
+	var values []string
+	for _, v := range strings.Split(cfg.values, ",") {
+		if v == "" {
+			continue
+		}
+		abs, err := filepath.Abs(v)
+		if err != nil {
+			return err
+		}
+		values = append(values, abs)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	// One run per directory: a second would reset the first's cluster and take its socket.
+	lock, err := os.OpenFile(filepath.Join(cfg.out, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another run uses %s (%w): give another --out", cfg.out, err)
+	}
+	buildDir := filepath.Join(cfg.out, "build")
+	resultsDir := filepath.Join(cfg.out, cfg.subject)
+	stateDir := filepath.Join(cfg.out, "state")
+	for _, dir := range []string{buildDir, resultsDir, stateDir, filepath.Join(stateDir, "logs"), filepath.Join(cfg.out, "shim")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	binary, err := build(ctx, cfg, buildDir)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	shim := filepath.Join(cfg.out, "shim", "helm")
+	_ = os.Remove(shim)
+	if err := os.Symlink(self, shim); err != nil {
+		return err
+	}
+
+	// envtest logs through controller-runtime's logger; the cluster's own logs are in its directory.
+	ctrllog.SetLogger(logr.Discard())
+	fmt.Fprintln(os.Stderr, "Starting the local cluster")
+	cfg.cluster.Dir = filepath.Join(cfg.out, "cluster")
+	cfg.cluster.CRDDir = cfg.crds
+	c, err := localcluster.Start(ctx, cfg.cluster)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
+		}
+	}()
+	sup := &supervisor{binary: binary, subject: cfg.subject, logDir: filepath.Join(stateDir, "logs")}
+	stopSupervisor, err := sup.serve(ctx, filepath.Join(stateDir, socketName))
+	if err != nil {
+		return err
+	}
+	defer stopSupervisor()
+
+	env := append(os.Environ(),
+		"KUBECONFIG="+c.Kubeconfig,
+		"PATH="+filepath.Dir(shim)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		envSubject+"="+cfg.subject,
+		envChart+"="+cfg.chart,
+		envValues+"="+strings.Join(values, ","),
+		envState+"="+stateDir,
+		// The image the suite names in its helm command; nothing pulls it.
+		"RELOADER_IMAGE=ghcr.io/stakater/reloader:suite",
+	)
+	var results []specResult
+	for _, suite := range cfg.suites {
+		r, err := runSuite(ctx, cfg, suite, buildDir, resultsDir, env)
+		if err != nil {
+			return err
+		}
+		results = append(results, r...)
+	}
+	if err := writeResults(filepath.Join(resultsDir, "results.json"), results); err != nil {
+		return err
+	}
+	if err := printResults(os.Stdout, cfg.subject, results); err != nil {
+		return err
+	}
+	fmt.Printf("\nResults: %s; logs of the suites and of each controller run: %s, %s\n",
+		filepath.Join(resultsDir, "results.json"), resultsDir, filepath.Join(stateDir, "logs"))
+	if cfg.baseline != "" {
+		return compareWith(cfg.baseline, results)
+	}
+	return nil
+}
+
+// build compiles the suites of the Reloader checkout, and Reloader itself for the baseline,
+// and returns the controller's binary.
+func build(ctx context.Context, cfg runConfig, buildDir string) (string, error) {
+	var modFlags []string
+	if cfg.openshiftAPIDir != "" {
+		modFile := filepath.Join(buildDir, "go.mod")
+		for _, f := range []string{"go.mod", "go.sum"} {
+			data, err := os.ReadFile(filepath.Join(cfg.reloaderDir, f))
+			if err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(filepath.Join(buildDir, f), data, 0o644); err != nil {
+				return "", err
+			}
+		}
+		if err := goCmd(ctx, cfg.reloaderDir, "mod", "edit", "-modfile="+modFile, "-replace=github.com/openshift/api="+cfg.openshiftAPIDir); err != nil {
+			return "", err
+		}
+		modFlags = []string{"-modfile=" + modFile}
+	}
+	for _, suite := range cfg.suites {
+		fmt.Fprintf(os.Stderr, "Building Reloader's %s suite\n", suite)
+		args := append(append([]string{"test"}, modFlags...), "-c", "-o", filepath.Join(buildDir, suite+".test"), "./test/e2e/"+suite)
+		if err := goCmd(ctx, cfg.reloaderDir, args...); err != nil {
+			return "", err
+		}
+	}
+	if cfg.subject == subjectSwitchboard {
+		if _, err := os.Stat(cfg.manager); err != nil {
+			return "", fmt.Errorf("the manager: %w (make build builds it)", err)
+		}
+		return cfg.manager, nil
+	}
+	fmt.Fprintln(os.Stderr, "Building Reloader")
+	binary := filepath.Join(buildDir, "reloader")
+	args := append(append([]string{"build"}, modFlags...), "-o", binary, ".")
+	return binary, goCmd(ctx, cfg.reloaderDir, args...)
+}
+
+func goCmd(ctx context.Context, dir string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %s in %s: %w", strings.Join(args, " "), dir, err)
+	}
+	return nil
+}
+
+// runSuite runs one suite's binary in its directory of the checkout, as `go test` would, and
+// reads its report. A suite that fails still has its report read.
+func runSuite(ctx context.Context, cfg runConfig, suite, buildDir, resultsDir string, env []string) ([]specResult, error) {
+	report := filepath.Join(resultsDir, suite+".json")
+	_ = os.Remove(report)
+	args := []string{"-test.v", "-test.timeout=3h", "-ginkgo.v", "-ginkgo.json-report=" + report}
+	if cfg.labelFilter != "" {
+		args = append(args, "-ginkgo.label-filter="+cfg.labelFilter)
+	}
+	if cfg.focus != "" {
+		args = append(args, "-ginkgo.focus="+cfg.focus)
+	}
+	logPath := filepath.Join(resultsDir, suite+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	began := time.Now()
+	fmt.Fprintf(os.Stderr, "Running the %s suite against %s (log: %s)\n", suite, cfg.subject, logPath)
+	cmd := exec.CommandContext(ctx, filepath.Join(buildDir, suite+".test"), args...)
+	cmd.Dir = filepath.Join(cfg.reloaderDir, "test", "e2e", suite)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	runErr := cmd.Run()
+	fmt.Fprintf(os.Stderr, "The %s suite ran in %s\n", suite, time.Since(began).Round(time.Second))
+	data, err := os.ReadFile(report)
+	if err != nil {
+		return nil, fmt.Errorf("the %s suite wrote no report (%v); see %s", suite, runErr, logPath)
+	}
+	return readReport(suite, data)
+}
+
+// compareWith prints the specs the baseline passed and results did not, and fails when there
+// is one.
+func compareWith(baselinePath string, results []specResult) error {
+	baseline, err := readResults(baselinePath)
+	if err != nil {
+		return err
+	}
+	missed := regressions(baseline, results)
+	fmt.Printf("\nSpecs the baseline (%s) passed and this run did not: %d\n", baselinePath, len(missed))
+	for _, r := range missed {
+		fmt.Printf("  %s\t%s\t%s\t%s\n", r.State, r.Suite, r.Spec, r.Failure)
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("%d specs the baseline passed did not pass", len(missed))
+	}
+	return nil
+}
