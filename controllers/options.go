@@ -216,7 +216,7 @@ func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
 		}
 		sections = append(sections, section(c.leaseGroup(), c.Flags.AddFlags))
 	}
-	return append(sections, section("Logging", o.Zap.BindFlags))
+	return append(sections, section("Logging", o.Zap.BindFlags), section("Stakater Reloader's names of the manager's settings", o.addReloaderFlags))
 }
 
 // controllerFlags returns the controllers' own options in the table, each once: the rows of a

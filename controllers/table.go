@@ -311,7 +311,7 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 		For:              k.New(),
 		ForPredicates:    configmapwatcher.Predicates(flags),
 		Watches:          []Watch{watch(podrefs.ConfigMap), watch(podrefs.Secret)},
-		Indexes:          []indexers.Index{indexers.WorkloadsBySource(k.New(), flags.ReloadsAll)},
+		Indexes:          []indexers.Index{indexers.WorkloadsBySource(k.New(), flags.Reading)},
 		Sources:          []sources.Name{sources.Periodic, sources.HTTPTrigger},
 		Trims:            []Trim{{Object: k.New(), Transform: k.Trim(flags)}},
 		CacheScopes: []CacheScope{{Object: k.New(), ByObject: func(namespaces []string) cache.ByObject {
@@ -319,8 +319,8 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 		}}},
 		Optional: optional,
 		Idle: func(namespaces []string) string {
-			if flags.Ignores(k.Name) {
-				return "--ignored-workload-types leaves " + k.Name + "s alone"
+			if reason := flags.Ignores(k.Name); reason != "" {
+				return reason
 			}
 			return flags.Scope().Idle(namespaces)
 		},

@@ -57,12 +57,13 @@ var VerticalScalerByTarget = Index{
 
 // WorkloadsBySource is the index of the opted-in workloads of obj's kind (a Deployment,
 // StatefulSet, DaemonSet, CronJob, Job, or an Argo Rollout as an unstructured object with its
-// kind set) by the ConfigMaps and Secrets they may roll on. autoReloadAll says, when the index
-// is read (once the flags are parsed), whether every workload that says nothing rolls on what
-// it references (--auto-reload-all).
-func WorkloadsBySource(obj client.Object, autoReloadAll func() bool) Index {
+// kind set) by the ConfigMaps and Secrets they may roll on. reading says, when the index is
+// read (once the flags are parsed), how the workloads' annotations are read: whether every
+// workload that says nothing rolls on what it references (--auto-reload-all), and under which
+// names Reloader's annotations are.
+func WorkloadsBySource(obj client.Object, reading func() podrefs.Reading) Index {
 	return Index{Object: obj, Field: WorkloadSourcesField, Extract: func(o client.Object) []string {
-		return WorkloadSources(o, autoReloadAll())
+		return WorkloadSources(o, reading())
 	}}
 }
 
@@ -82,15 +83,16 @@ func VerticalScalerTarget(obj client.Object) []string {
 // WorkloadSources returns the values a workload (a kind podrefs.PodTemplate knows) is indexed
 // under: podrefs.Selection.IndexValues of its annotations and Pod template, with Reloader's
 // annotations read whatever --reloader-annotations says (a few more entries when it is off cost
-// a reconcile that finds nothing to do) and autoReloadAll as --auto-reload-all says. An
-// annotation that cannot be read indexes what can; the controller reports the rest. Nothing for
-// a workload that did not opt in, or for other kinds.
-func WorkloadSources(obj client.Object, autoReloadAll bool) []string {
+// a reconcile that finds nothing to do), otherwise as reading says. An annotation that cannot
+// be read indexes what can; the controller reports the rest. Nothing for a workload that did
+// not opt in, or for other kinds.
+func WorkloadSources(obj client.Object, reading podrefs.Reading) []string {
 	template := podrefs.PodTemplate(obj)
 	if template == nil {
 		return nil
 	}
-	selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, podrefs.Reading{Reloader: true, AutoReloadAll: autoReloadAll})
+	reading.Reloader = true
+	selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, reading)
 	return selection.IndexValues(podrefs.References(&template.Spec))
 }
 

@@ -28,8 +28,8 @@ func (r *recordingIndexer) IndexField(_ context.Context, obj client.Object, fiel
 	return r.fail
 }
 
-// never is an --auto-reload-all that is off.
-func never() bool { return false }
+// never is a reading without --auto-reload-all.
+func never() podrefs.Reading { return podrefs.Reading{} }
 
 var deployments = WorkloadsBySource(&appsv1.Deployment{}, never)
 
@@ -134,7 +134,7 @@ func TestWorkloadSources(t *testing.T) {
 		{optedOut, true, nil},
 		{&corev1.ConfigMap{ObjectMeta: optedIn}, true, nil},
 	} {
-		if diff := cmp.Diff(tc.want, WorkloadSources(tc.obj, tc.autoReloadAll)); diff != "" {
+		if diff := cmp.Diff(tc.want, WorkloadSources(tc.obj, podrefs.Reading{AutoReloadAll: tc.autoReloadAll})); diff != "" {
 			t.Errorf("%T %v, auto-reload-all %v (-want +got):\n%s", tc.obj, tc.obj.GetAnnotations(), tc.autoReloadAll, diff)
 		}
 	}

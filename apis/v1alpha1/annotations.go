@@ -75,4 +75,14 @@ const (
 	// ReloaderPausedAtAnnotation is set on a Deployment paused for its pause period, with the
 	// time of the pause (RFC 3339); it goes when the Deployment resumes.
 	ReloaderPausedAtAnnotation = "deployment.reloader.stakater.com/paused-at"
+	// ReloaderLastReloadedFromAnnotation is written on a rolled Pod template, as Reloader writes
+	// it: which source the roll was for, as JSON {"type", "name", "namespace", "hash",
+	// "containerRefs", "observedAt"}. The hash is the configmapwatcher's keyed digest of the
+	// source's data, not Reloader's plain SHA-1 of it.
+	ReloaderLastReloadedFromAnnotation = "reloader.stakater.com/last-reloaded-from"
 )
+
+// ReloaderEnvVarPrefix starts the container environment variables Reloader's env-vars strategy
+// rolls a Pod template with (--reload-strategy=env-vars): STAKATER_<NAME>_CONFIGMAP or
+// STAKATER_<NAME>_SECRET, valued with a digest of the source's data.
+const ReloaderEnvVarPrefix = "STAKATER_"

@@ -29,8 +29,11 @@ import (
 
 // Settings are the configmapwatcher's options, resolved for the running manager.
 type Settings struct {
-	// Reading says how workloads' annotations are read: Reloader's too, --auto-reload-all.
+	// Reading says how workloads' annotations are read: Reloader's too, under which names,
+	// --auto-reload-all.
 	Reading podrefs.Reading
+	// Pause names Reloader's pause annotations.
+	Pause pauseAnnotations
 	// Debounce delays the reconcile a ConfigMap or Secret change brings until the workload's
 	// sources have not changed for that long (see debouncer), so that changes made together (a
 	// helm upgrade) roll a workload once. Events of the workloads themselves are not delayed.
@@ -41,10 +44,16 @@ type Settings struct {
 	Scope Scope
 	// ReloadOnDelete: the deletion of a source rolls the workloads that use it.
 	ReloadOnDelete bool
+	// ReloadOnCreate: the creation of a source a workload rolls on rolls it.
+	ReloadOnCreate bool
 	// MaxRolloutsPerMinute bounds the rolls started in any minute; 0 for no bound.
 	MaxRolloutsPerMinute int
 	// Webhook is where rolls are posted.
 	Webhook WebhookSettings
+	// Strategy is how a roll reaches a Pod template, and LastReloadedFrom when a roll also
+	// writes Reloader's annotation.
+	Strategy         Strategy
+	LastReloadedFrom LastReloadedFrom
 }
 
 // Reconciler rolls opted-in workloads of one kind when the data they use changes.
@@ -69,6 +78,9 @@ type Reconciler[T client.Object] struct {
 	jobs *jobRecreator
 	// now is the clock.
 	now func() time.Time
+	// started is when the watches of sources started: a source created since was created while
+	// the manager watched (--reload-on-create).
+	started time.Time
 
 	// warned remembers the warnings said about each workload, so that a lasting problem is said
 	// once, not again at every reconcile: a periodic resync, an event of the workload that
@@ -122,10 +134,12 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	observed, missing, err := r.observe(ctx, obj.GetNamespace(), selection, podrefs.References(&template.Spec), key)
+	refs := podrefs.References(&template.Spec)
+	seen, err := r.observe(ctx, obj.GetNamespace(), selection, refs, key)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	observed := seen.record
 	recorded := parseState(obj.GetAnnotations()[v1alpha1.ConfigStateAnnotation])
 	if recorded == nil && len(observed.Sources) == 0 {
 		// Nothing to record: a workload without sources under --auto-reload-all, or whose
@@ -138,9 +152,10 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			return ctrl.Result{}, err
 		}
 	}
-	d := decide(recorded, observed, legacy, r.Settings.ReloadOnDelete)
+	d := decide(recorded, observed, legacy, policy{reloadOnDelete: r.Settings.ReloadOnDelete, reloadOnCreate: r.Settings.ReloadOnCreate,
+		createdWhileWatching: func(key string) bool { return seen.created[key].After(r.started) }})
 	// Not an error: retrying cannot help. The source's creation brings the workload back.
-	r.warnMissing(ctx, obj, missing, d)
+	r.warnMissing(ctx, obj, seen.missing, d)
 	if !d.write {
 		return result, nil
 	}
@@ -151,7 +166,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	again, err := r.write(ctx, obj, template, selection, d, key)
+	again, err := r.write(ctx, obj, template, rollContext{selection: selection, refs: refs, d: d, key: key})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -161,9 +176,17 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return result, nil
 }
 
-// observe reads the sources the workload may roll on and returns the record of those it rolls
-// on, and which of them are missing. Secret data stays in this call.
-func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection podrefs.Selection, refs map[podrefs.Source]podrefs.Use, key *digestKey) (*state, []podrefs.Source, error) {
+// observation is what a reconcile observed of a workload's sources: the record of those it
+// rolls on, which of them are missing, and when each that exists was created (by the record's
+// key).
+type observation struct {
+	record  *state
+	missing []podrefs.Source
+	created map[string]time.Time
+}
+
+// observe reads the sources the workload may roll on. Secret data stays in this call.
+func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection podrefs.Selection, refs map[podrefs.Source]podrefs.Use, key *digestKey) (observation, error) {
 	var candidates []podrefs.Source
 	for _, src := range selection.Candidates(refs) {
 		if r.Settings.Scope.SourceKind(src.Kind) {
@@ -176,7 +199,7 @@ func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection
 		}
 		names, err := r.Lister.Names(ctx, kind, namespace)
 		if err != nil {
-			return nil, nil, fmt.Errorf("listing %ss: %w", kind, err)
+			return observation{}, fmt.Errorf("listing %ss: %w", kind, err)
 		}
 		for _, name := range names {
 			if src := (podrefs.Source{Kind: kind, Name: name}); selection.Matches(src) && !slices.Contains(candidates, src) {
@@ -198,7 +221,7 @@ func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection
 			if err != nil {
 				return err
 			}
-			results[i] = readResult{exists: exists,
+			results[i] = readResult{exists: exists, created: meta.created,
 				tracked: selection.Tracks(src, referenced, meta.annotations, exists) && (!exists || r.Settings.Scope.Source(src.Kind, meta.labels))}
 			if results[i].tracked && exists {
 				results[i].digests = key.digests(src, data, use)
@@ -207,21 +230,21 @@ func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return observation{}, err
 	}
-	observed := &state{Version: stateVersion, KeyID: key.id, Sources: map[string]map[string]string{}}
-	var missing []podrefs.Source
+	seen := observation{record: &state{Version: stateVersion, KeyID: key.id, Sources: map[string]map[string]string{}}, created: map[string]time.Time{}}
 	for i, src := range candidates {
 		switch res := results[i]; {
 		case !res.tracked:
 		case !res.exists:
-			observed.Sources[src.Key()] = nil
-			missing = append(missing, src)
+			seen.record.Sources[src.Key()] = nil
+			seen.missing = append(seen.missing, src)
 		default:
-			observed.Sources[src.Key()] = res.digests
+			seen.record.Sources[src.Key()] = res.digests
+			seen.created[src.Key()] = res.created
 		}
 	}
-	return observed, missing, nil
+	return seen, nil
 }
 
 // maxParallelReads bounds the reads of one reconcile in flight at once.
@@ -230,12 +253,14 @@ const maxParallelReads = 8
 // readResult is what observe keeps of one source it read: no data, only digests.
 type readResult struct {
 	tracked, exists bool
+	created         time.Time
 	digests         map[string]string
 }
 
 // sourceMeta is what a reconcile reads of a source's metadata.
 type sourceMeta struct {
 	annotations, labels map[string]string
+	created             time.Time
 }
 
 // read reads a ConfigMap or Secret from the API server.
@@ -260,7 +285,7 @@ func (r *Reconciler[T]) read(ctx context.Context, namespace string, src podrefs.
 	case err != nil:
 		return sourceData{}, sourceMeta{}, false, fmt.Errorf("reading %s: %w", src, err)
 	}
-	return data, sourceMeta{annotations: obj.GetAnnotations(), labels: obj.GetLabels()}, true, nil
+	return data, sourceMeta{annotations: obj.GetAnnotations(), labels: obj.GetLabels(), created: obj.GetCreationTimestamp().Time}, true, nil
 }
 
 // checkLegacyHash says whether the config hash a release before records wrote still matches
@@ -312,32 +337,41 @@ func (r *Reconciler[T]) wayOf(obj T) rollWay {
 	return rollTemplate
 }
 
-// write applies the new record and, when rolling, rolls the workload as wayOf says. What the
-// controller owns and does not change is sent as it is: server-side apply removes a field the
-// manager owned and no longer sends, and removing the config hash (or a Rollout's restartAt)
-// would roll the Pods. It returns when to reconcile again: when a Deployment paused for its
-// pause period resumes, or when a re-created Job's creation is due again; 0 for neither.
-func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTemplateSpec, selection podrefs.Selection, d decision, key *digestKey) (time.Duration, error) {
+// rollContext is what a write is decided from: what the workload asked for, what its Pod
+// template references, the decision, and the digest key.
+type rollContext struct {
+	selection podrefs.Selection
+	refs      map[podrefs.Source]podrefs.Use
+	d         decision
+	key       *digestKey
+}
+
+// write applies the new record and, when rolling, rolls the workload as wayOf says: with new
+// marks on its Pod template (marks.rolled, as the strategy says), through a Rollout's
+// restartAt, or by re-creating a Job with them. The marks the controller owns and does not
+// change are sent as they are: server-side apply removes a field the manager owned and no
+// longer sends, and removing a mark (or a Rollout's restartAt) would roll the Pods. It returns
+// when to reconcile again: when a Deployment paused for its pause period resumes, or when a
+// re-created Job's creation is due again; 0 for neither.
+func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTemplateSpec, rc rollContext) (time.Duration, error) {
+	d := rc.d
 	way := rollTemplate
 	if d.roll {
 		way = r.wayOf(obj)
 	}
-	previous := template.Annotations[v1alpha1.ConfigHashAnnotation]
+	current := marksOf(template)
+	next := current
 	w := owned{annotations: map[string]string{v1alpha1.ConfigStateAnnotation: d.record.String()}, restartAt: restartAtOf(obj)}
-	hash := previous
-	if d.roll && way != rollNone {
-		hash = key.configHash(d.record)
-	}
-	if hash != "" {
-		w.template = map[string]string{v1alpha1.ConfigHashAnnotation: hash}
-	}
-	if way == rollRestart {
-		w.template = nil
-		if previous != "" {
-			w.template = map[string]string{v1alpha1.ConfigHashAnnotation: previous}
-		}
+	switch {
+	case !d.roll, way == rollNone:
+	case way == rollRestart:
 		w.restartAt = r.now().UTC().Format(time.RFC3339)
+	default:
+		next = current.rolled(rollInput{strategy: r.Settings.Strategy, lastReloadedFrom: r.Settings.LastReloadedFrom,
+			viaReloader: rc.selection.ViaReloader(), namespace: obj.GetNamespace(), spec: &template.Spec,
+			refs: rc.refs, d: d, key: rc.key, now: r.now()})
 	}
+	w.template, w.env = next.annotations(), next.env
 	var again time.Duration
 	var ranJob string
 	if d.roll && way != rollNone {
@@ -345,7 +379,9 @@ func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTe
 		if again, err = r.pauseForRoll(ctx, obj); err != nil {
 			return 0, err
 		}
-		if ranJob, err = r.runCronJob(ctx, obj, selection, hash); err != nil {
+		// The Job's name ends with the record's digest, whatever the strategy, so that a
+		// reconcile repeated after a failed write runs no second Job for one change.
+		if ranJob, err = r.runCronJob(ctx, obj, rc.selection, next, rc.key.configHash(d.record)); err != nil {
 			countRoll(r.Kind.Name, obj.GetNamespace(), err)
 			return 0, err
 		}
@@ -353,7 +389,7 @@ func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTe
 	var err error
 	if way == rollRecreate {
 		var pending bool
-		if pending, err = r.recreateJob(ctx, any(obj).(*batchv1.Job), d.record.String(), hash); pending {
+		if pending, err = r.recreateJob(ctx, any(obj).(*batchv1.Job), d.record.String(), next); pending {
 			// finishRecreate creates it once the old one is gone.
 			again = recreatePoll
 		}
@@ -369,7 +405,7 @@ func (r *Reconciler[T]) write(ctx context.Context, obj T, template *corev1.PodTe
 	if err != nil {
 		return 0, err
 	}
-	r.report(ctx, obj, d, way, hash, previous, ranJob, key)
+	r.report(ctx, obj, d, way, next, current, ranJob, rc.key)
 	return again, nil
 }
 
@@ -400,7 +436,7 @@ func (r *Reconciler[T]) finishRecreate(ctx context.Context, req ctrl.Request) (c
 // recreateJob deletes the Job cached as cached and creates it again, from the whole Job as the
 // API server has it (the cache keeps a trimmed one). It returns whether the creation is still
 // pending: the old Job is not gone yet.
-func (r *Reconciler[T]) recreateJob(ctx context.Context, cached *batchv1.Job, record, hash string) (bool, error) {
+func (r *Reconciler[T]) recreateJob(ctx context.Context, cached *batchv1.Job, record string, m marks) (bool, error) {
 	full := &batchv1.Job{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), full); err != nil {
 		return false, fmt.Errorf("reading Job %s to re-create it: %w", cached.Name, err)
@@ -408,7 +444,7 @@ func (r *Reconciler[T]) recreateJob(ctx context.Context, cached *batchv1.Job, re
 	if full.UID != cached.UID {
 		return false, fmt.Errorf("job %s was replaced while being reconciled; reconciling the new one", cached.Name)
 	}
-	creationErr, err := r.jobs.recreate(ctx, r.Client, full, recreatedJob(full, record, hash))
+	creationErr, err := r.jobs.recreate(ctx, r.Client, full, recreatedJob(full, record, m))
 	if creationErr != nil {
 		ctrl.LoggerFrom(ctx).Info("Deleted Job to re-create it; its creation waits until the old one is gone", "reason", creationErr.Error())
 	}
@@ -416,10 +452,10 @@ func (r *Reconciler[T]) recreateJob(ctx context.Context, cached *batchv1.Job, re
 }
 
 // runCronJob runs a Job of a CronJob at once when its roll asks for it
-// (v1alpha1.RunJobOnChangeAnnotation), from the job template with the new config hash, and
-// returns its name; "" when it runs none. An unreadable annotation is a Warning Event, and the
-// default applies.
-func (r *Reconciler[T]) runCronJob(ctx context.Context, obj T, selection podrefs.Selection, hash string) (string, error) {
+// (v1alpha1.RunJobOnChangeAnnotation), from the job template with the roll's marks, named
+// after digest, and returns its name; "" when it runs none. An unreadable annotation is a
+// Warning Event, and the default applies.
+func (r *Reconciler[T]) runCronJob(ctx context.Context, obj T, selection podrefs.Selection, m marks, digest string) (string, error) {
 	cj, ok := any(obj).(*batchv1.CronJob)
 	if !ok {
 		return "", nil
@@ -438,7 +474,7 @@ func (r *Reconciler[T]) runCronJob(ctx context.Context, obj T, selection podrefs
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cj), full); err != nil {
 		return "", fmt.Errorf("reading CronJob %s to run a Job of it: %w", cj.Name, err)
 	}
-	job := cronJobRun(full, hash)
+	job := cronJobRun(full, m, digest)
 	if err := r.Client.Create(ctx, job, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("running Job %s of CronJob %s: %w", job.Name, cj.Name, err)
 	}
@@ -446,7 +482,7 @@ func (r *Reconciler[T]) runCronJob(ctx context.Context, obj T, selection podrefs
 }
 
 // report logs a write, makes its Event, and posts a roll to the webhook.
-func (r *Reconciler[T]) report(ctx context.Context, obj T, d decision, way rollWay, hash, previous, ranJob string, key *digestKey) {
+func (r *Reconciler[T]) report(ctx context.Context, obj T, d decision, way rollWay, next, previous marks, ranJob string, key *digestKey) {
 	log := ctrl.LoggerFrom(ctx)
 	changes := make([]string, 0, len(d.changes))
 	for _, c := range d.changes {
@@ -455,7 +491,7 @@ func (r *Reconciler[T]) report(ctx context.Context, obj T, d decision, way rollW
 	switch {
 	case d.roll && d.upgrade:
 		note := "the data of its ConfigMaps differs from the config hash the previous release wrote"
-		log.Info("Rolled "+r.Kind.Name, "changes", []string{note}, "configHash", hash, "previousConfigHash", previous, "fieldManager", FieldManager)
+		log.Info("Rolled "+r.Kind.Name, "changes", []string{note}, "configHash", next.configHash, "previousConfigHash", previous.configHash, "fieldManager", FieldManager)
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Roll", "Rolled %s %s: %s", r.Kind.Name, obj.GetName(), note)
 	case d.roll && way == rollNone:
 		skippedRolls.WithLabelValues(r.Kind.Name, skippedWebhookOnly).Inc()
@@ -463,7 +499,7 @@ func (r *Reconciler[T]) report(ctx context.Context, obj T, d decision, way rollW
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.ReasonConfigChanged, "Notify", "Not rolled (--webhook-url), posted to the webhook: %s", noteOf(changes))
 	case d.roll:
 		verb := map[rollWay]string{rollTemplate: "Rolled ", rollRestart: "Restarted ", rollRecreate: "Recreated "}[way]
-		keys := []any{"changes", changes, "configHash", hash, "previousConfigHash", previous, "fieldManager", FieldManager}
+		keys := []any{"changes", changes, "strategy", string(r.Settings.Strategy), "configHash", next.configHash, "previousConfigHash", previous.configHash, "fieldManager", FieldManager}
 		if ranJob != "" {
 			keys = append(keys, "job", ranJob)
 		}
@@ -526,7 +562,10 @@ func (r *Reconciler[T]) warnMissing(ctx context.Context, obj T, missing []podref
 		names[src.Kind] = append(names[src.Kind], src.Name)
 		deleted = deleted || slices.Contains(d.deleted, src.Key())
 	}
-	what := "its creation rolls this workload"
+	what := "its creation is recorded without rolling this workload (--reload-on-create is off)"
+	if r.Settings.ReloadOnCreate {
+		what = "its creation rolls this workload"
+	}
 	if deleted {
 		what = "a deletion rolls nothing (--reload-on-delete is off); changes of the other sources still roll this workload, and a source that returns rolls it only if its data differs"
 	}

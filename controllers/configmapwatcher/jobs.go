@@ -24,11 +24,11 @@ import (
 var jobLabels = []string{"controller-uid", batchv1.ControllerUidLabel, "job-name", batchv1.JobNameLabel}
 
 // recreatedJob returns the Job that replaces old: the same name, labels, annotations, owners,
-// finalizers and spec, with the new record and config hash; without what the API server set
+// finalizers and spec, with the new record and the roll's marks; without what the API server set
 // for old alone (uid, resourceVersion, creation time, managed fields, status) and, unless the
 // Job chose its selector itself (spec.manualSelector), without the selector and the Pod
 // template's labels derived from old's uid, which the API server generates again.
-func recreatedJob(old *batchv1.Job, record, hash string) *batchv1.Job {
+func recreatedJob(old *batchv1.Job, record string, m marks) *batchv1.Job {
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: old.Namespace, Name: old.Name,
@@ -42,10 +42,7 @@ func recreatedJob(old *batchv1.Job, record, hash string) *batchv1.Job {
 	}
 	job.Annotations[v1alpha1.ConfigStateAnnotation] = record
 	template := &job.Spec.Template
-	if template.Annotations == nil {
-		template.Annotations = map[string]string{}
-	}
-	template.Annotations[v1alpha1.ConfigHashAnnotation] = hash
+	m.applyTo(template)
 	if old.Spec.ManualSelector == nil || !*old.Spec.ManualSelector {
 		job.Spec.Selector = nil
 		for _, label := range jobLabels {
@@ -132,25 +129,21 @@ func runsJobOnChange(cj *batchv1.CronJob, viaReloader bool) (bool, error) {
 }
 
 // cronJobRun returns the Job a roll of cj runs at once, as `kubectl create job --from=cronjob/`
-// and Reloader make it: from the job template (with the new config hash), owned by the CronJob,
-// annotated cronjob.kubernetes.io/instantiate: manual. Its name ends with the config hash, so
-// that a reconcile repeated after a failed write creates no second Job for one change.
-func cronJobRun(cj *batchv1.CronJob, hash string) *batchv1.Job {
+// and Reloader make it: from the job template (with the roll's marks), owned by the CronJob,
+// annotated cronjob.kubernetes.io/instantiate: manual. Its name ends with digest, the record's,
+// so that a reconcile repeated after a failed write creates no second Job for one change.
+func cronJobRun(cj *batchv1.CronJob, m marks, digest string) *batchv1.Job {
 	annotations := map[string]string{"cronjob.kubernetes.io/instantiate": "manual"}
 	maps.Copy(annotations, cj.Spec.JobTemplate.Annotations)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: cj.Namespace, Name: cronJobRunName(cj.Name, hash),
+			Namespace: cj.Namespace, Name: cronJobRunName(cj.Name, digest),
 			Labels: maps.Clone(cj.Spec.JobTemplate.Labels), Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))},
 		},
 		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
 	}
-	template := podrefs.PodTemplate(job)
-	if template.Annotations == nil {
-		template.Annotations = map[string]string{}
-	}
-	template.Annotations[v1alpha1.ConfigHashAnnotation] = hash
+	m.applyTo(podrefs.PodTemplate(job))
 	return job
 }
 

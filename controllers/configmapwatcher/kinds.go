@@ -1,6 +1,9 @@
 package configmapwatcher
 
 import (
+	"maps"
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -56,10 +59,12 @@ type Kind[T client.Object] struct {
 }
 
 // owned is what the controller writes to a workload: the metadata annotations, the Pod
-// template's annotations (nil: none) and, for a Rollout, spec.restartAt ("": none).
+// template's annotations (nil: none) and Reloader's variables of its containers (by container,
+// then name), and, for a Rollout, spec.restartAt ("": none).
 type owned struct {
 	annotations map[string]string
 	template    map[string]string
+	env         map[string]map[string]string
 	restartAt   string
 }
 
@@ -76,7 +81,19 @@ func applied(gvk schema.GroupVersionKind, obj client.Object, w owned, templateAt
 	u.SetAnnotations(w.annotations)
 	// The Set calls cannot fail: they make every map on the path, in an object made here.
 	if w.template != nil && templateAt != nil {
-		_ = unstructured.SetNestedStringMap(u.Object, w.template, append(templateAt, "metadata", "annotations")...)
+		_ = unstructured.SetNestedStringMap(u.Object, w.template, append(slices.Clone(templateAt), "metadata", "annotations")...)
+	}
+	if len(w.env) > 0 && templateAt != nil {
+		// containers and env are lists keyed by name: only these entries are owned.
+		var containers []any
+		for _, name := range slices.Sorted(maps.Keys(w.env)) {
+			var env []any
+			for _, variable := range slices.Sorted(maps.Keys(w.env[name])) {
+				env = append(env, map[string]any{"name": variable, "value": w.env[name][variable]})
+			}
+			containers = append(containers, map[string]any{"name": name, "env": env})
+		}
+		_ = unstructured.SetNestedSlice(u.Object, containers, append(slices.Clone(templateAt), "spec", "containers")...)
 	}
 	if w.restartAt != "" {
 		_ = unstructured.SetNestedField(u.Object, w.restartAt, "spec", "restartAt")
@@ -242,7 +259,7 @@ func (k Kind[T]) Trim(o *Options) toolscache.TransformFunc {
 			}
 			trimmed.SetAnnotations(annotations)
 		}
-		if template := podrefs.PodTemplate(full); template != nil && mayOptIn(full, o.AutoReloadAll) && !k.left(full) {
+		if template := podrefs.PodTemplate(full); template != nil && mayOptIn(full, o.Reading()) && !k.left(full) {
 			k.keepTemplate(trimmed, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: template.Annotations},
 				Spec: podrefs.ReferencesOnly(&template.Spec)})
 		}
@@ -253,26 +270,20 @@ func (k Kind[T]) Trim(o *Options) toolscache.TransformFunc {
 // left says whether the controller leaves obj to another.
 func (k Kind[T]) left(obj T) bool { return k.leftAlone != nil && k.leftAlone(obj) }
 
-// optInAnnotations are the annotations that can opt a workload in, on it or on its Pod
-// template: ours, and Reloader's (read or not, depending on the flags).
-var optInAnnotations = []string{
-	v1alpha1.ReloadAnnotation,
-	v1alpha1.ReloaderAutoAnnotation, v1alpha1.ReloaderConfigMapAutoAnnotation, v1alpha1.ReloaderSecretAutoAnnotation,
-	v1alpha1.ReloaderConfigMapReloadAnnotation, v1alpha1.ReloaderSecretReloadAnnotation, v1alpha1.ReloaderSearchAnnotation,
-}
-
 // mayOptIn says whether obj may roll on something, whatever its annotations' values: with
-// autoReloadAll every workload may; otherwise one that carries an annotation that can opt it
-// in, or any of Reloader's (so that the start-up report of Reloader's annotation forms sees
-// those of the Pod template). What a workload asked for is podrefs.Select's to say, in
-// Reconcile, which also reports an annotation it cannot read.
-func mayOptIn(obj client.Object, autoReloadAll bool) bool {
-	if autoReloadAll {
+// --auto-reload-all every workload may; otherwise one that carries an annotation that can opt it
+// in (ours, or Reloader's under the names r reads them), or any of Reloader's (so that the
+// start-up report of Reloader's annotation forms sees those of the Pod template). What a
+// workload asked for is podrefs.Select's to say, in Reconcile, which also reports an annotation
+// it cannot read.
+func mayOptIn(obj client.Object, r podrefs.Reading) bool {
+	if r.AutoReloadAll {
 		return true
 	}
+	keys := append(r.Names.OptIn(), v1alpha1.ReloadAnnotation)
 	template := podrefs.PodTemplate(obj)
 	for _, annotations := range []map[string]string{obj.GetAnnotations(), templateAnnotations(template)} {
-		for _, key := range optInAnnotations {
+		for _, key := range keys {
 			if _, ok := annotations[key]; ok {
 				return true
 			}
@@ -303,16 +314,16 @@ func templateAnnotations(template *corev1.PodTemplateSpec) map[string]string {
 func Predicates(o *Options) []predicate.Predicate {
 	scope := func(obj client.Object) bool { return o.Scope().Namespace(obj.GetNamespace()) }
 	return []predicate.Predicate{predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return scope(e.Object) && mayOptIn(e.Object, o.AutoReloadAll) },
+		CreateFunc: func(e event.CreateEvent) bool { return scope(e.Object) && mayOptIn(e.Object, o.Reading()) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			if !scope(e.ObjectNew) || !mayOptIn(e.ObjectOld, o.AutoReloadAll) && !mayOptIn(e.ObjectNew, o.AutoReloadAll) {
+			if !scope(e.ObjectNew) || !mayOptIn(e.ObjectOld, o.Reading()) && !mayOptIn(e.ObjectNew, o.Reading()) {
 				return false
 			}
 			return !equality.Semantic.DeepEqual(podrefs.PodTemplate(e.ObjectOld), podrefs.PodTemplate(e.ObjectNew)) ||
 				!sameAnnotationsBut(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(), v1alpha1.ConfigStateAnnotation)
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(e event.GenericEvent) bool { return scope(e.Object) && mayOptIn(e.Object, o.AutoReloadAll) },
+		GenericFunc: func(e event.GenericEvent) bool { return scope(e.Object) && mayOptIn(e.Object, o.Reading()) },
 	}}
 }
 

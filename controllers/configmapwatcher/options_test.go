@@ -51,7 +51,10 @@ func TestOptionsValidate(t *testing.T) {
 		{[]string{"--max-rollouts-per-minute=-1"}, "--max-rollouts-per-minute"},
 		{[]string{"--ignored-workload-types=jobs,cronjobs"}, ""},
 		{[]string{"--ignored-workload-types=pods"}, "--ignored-workload-types"},
-		{[]string{"--reload-strategy=annotations", "--enable-ha", "--is-Argo-Rollouts=true", "--configmap-annotation", "x.io/reload"}, ""},
+		{[]string{"--reload-strategy=annotations", "--is-Argo-Rollouts=true", "--configmap-annotation", "x.io/reload"}, ""},
+		{[]string{"--reload-strategy=default"}, `"default" is not one of config-hash, annotations, env-vars`},
+		{[]string{"--reload-strategy=annotations", "--last-reloaded-from=never"}, "exclude each other"},
+		{[]string{"--auto-annotation=not a key"}, "--auto-annotation"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := parse(t, tc.args...)
@@ -202,19 +205,33 @@ func TestRolloutLimiter(t *testing.T) {
 // default, and Reloader's unsupported variables, are logged and counted; the supported ones,
 // and those given Reloader's default, are not.
 func TestReportReloaderFlags(t *testing.T) {
-	o, err := parse(t, "--reload-strategy=env-vars", "--log-format=json", "--configmap-annotation", v1alpha1.ReloaderConfigMapReloadAnnotation,
-		"--secret-annotation", "x.example.com/reload", "--enable-ha", "--auto-reload-all", "--is-Argo-Rollouts=true", "--namespaces=a,b")
+	o, err := parse(t, "--reload-strategy=env-vars", "--configmap-annotation", v1alpha1.ReloaderConfigMapReloadAnnotation,
+		"--secret-annotation", "x.example.com/reload", "--auto-reload-all", "--is-Argo-Rollouts=true", "--namespaces=a,b", "--enable-pprof=false")
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"ALERT_WEBHOOK_URL": "https://hooks.example/secret", "METRICS_COUNT_BY_NAMESPACE": "enabled"}
+	env := map[string]string{"ALERT_WEBHOOK_URL": "https://hooks.example/secret", "METRICS_COUNT_BY_NAMESPACE": "enabled", "KUBERNETES_NAMESPACE": "x"}
 	got := o.reportReloaderFlags(logr.Discard(), func(name string) (string, bool) { v, ok := env[name]; return v, ok })
-	want := []string{"--enable-ha", "--namespaces", "--reload-strategy", "--secret-annotation", "ALERT_WEBHOOK_URL"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff([]string{"ALERT_WEBHOOK_URL"}, got); diff != "" {
 		t.Errorf("reported (-want +got):\n%s", diff)
 	}
-	if v := testutil.ToFloat64(reloaderUnsupported.WithLabelValues("flag", "--reload-strategy", "")); v != 1 {
-		t.Errorf("metric of --reload-strategy = %v", v)
+	if v := testutil.ToFloat64(reloaderUnsupported.WithLabelValues("env", "ALERT_WEBHOOK_URL", "")); v != 1 {
+		t.Errorf("metric of ALERT_WEBHOOK_URL = %v", v)
+	}
+	// Reloader's flags that ask for what the configmapwatcher does not do stop it at start.
+	for _, args := range [][]string{{"--enable-pprof"}, {"--pprof-addr=:7070"}, {"--enable-csi-integration=true"}} {
+		if _, err := parse(t, args...); err == nil || !strings.Contains(err.Error(), "not supported here") {
+			t.Errorf("%v: error %v, want not supported", args, err)
+		}
+	}
+	if o.Ignores("Rollout") != "" {
+		t.Error("--is-Argo-Rollouts=true leaves Rollouts alone")
+	}
+	if o, err = parse(t, "--is-Argo-Rollouts=false"); err != nil || o.Ignores("Rollout") == "" || o.Ignores("Deployment") != "" {
+		t.Errorf("--is-Argo-Rollouts=false: %v, Rollouts ignored %q", err, o.Ignores("Rollout"))
+	}
+	if _, err = parse(t, "--is-Argo-Rollouts=maybe"); err == nil {
+		t.Error("--is-Argo-Rollouts=maybe: accepted")
 	}
 }
 
@@ -236,5 +253,49 @@ func TestUnsupportedAnnotations(t *testing.T) {
 	slices.Sort(got)
 	if diff := cmp.Diff([]string{v1alpha1.ReloaderAutoAnnotation, "reloader.stakater.com/typo", "secretproviderclass.reloader.stakater.com/reload"}, got); diff != "" {
 		t.Errorf("with --reloader-annotations=false (-want +got):\n%s", diff)
+	}
+}
+
+// TestListedNamespaces: Reloader's --namespaces, else its KUBERNETES_NAMESPACE, limit the
+// configmapwatcher to those namespaces; with Reloader's selector or ignore list, which Reloader
+// silently drops then, the manager refuses to start; a listed namespace the manager does not
+// watch is refused at Prepare.
+func TestListedNamespaces(t *testing.T) {
+	o, err := parse(t, "--namespaces=b,a,b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := o.Scope()
+	if got := s.Namespaces(nil); !slices.Equal(got, []string{"a", "b"}) || !s.Namespace("a") || s.Namespace("c") || s.ExcludesUnselected(nil) {
+		t.Errorf("--namespaces=b,a,b: namespaces %v, a %v, c %v, excludes %v", got, s.Namespace("a"), s.Namespace("c"), s.ExcludesUnselected(nil))
+	}
+	if got := s.Namespaces([]string{"b", "z"}); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("with the manager's b,z: %v", got)
+	}
+	if err := o.checkListedNamespaces(logr.Discard(), []string{"a"}); err == nil || !strings.Contains(err.Error(), "lists namespace b, which the manager does not watch") {
+		t.Errorf("a listed namespace the manager does not watch: %v", err)
+	}
+
+	t.Setenv("KUBERNETES_NAMESPACE", "team-a")
+	if o, err = parse(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Scope().Namespaces(nil); !slices.Equal(got, []string{"team-a"}) || o.namespacesFrom != "KUBERNETES_NAMESPACE" {
+		t.Errorf("KUBERNETES_NAMESPACE=team-a: %v from %q", got, o.namespacesFrom)
+	}
+	if o, err = parse(t, "--namespaces=x"); err != nil || !slices.Equal(o.Scope().Namespaces(nil), []string{"x"}) {
+		t.Errorf("--namespaces wins over KUBERNETES_NAMESPACE: %v, %v", err, o.Scope().Namespaces(nil))
+	}
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--namespace-selector=env=prod"}, "--namespace-selector does not go with KUBERNETES_NAMESPACE"},
+		{[]string{"--namespaces=a", "--namespaces-to-ignore=b"}, "--namespaces-to-ignore does not go with --namespaces"},
+		{[]string{"--namespaces=Bad_NS"}, `--namespaces: "Bad_NS" is not a namespace name`},
+	} {
+		if _, err := parse(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.wantErr)
+		}
 	}
 }

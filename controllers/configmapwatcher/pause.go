@@ -14,7 +14,8 @@ import (
 	"github.com/example/switchboard/apis/v1alpha1"
 )
 
-// pause-period, as Reloader reads it: deployment.reloader.stakater.com/pause-period on a
+// pause-period, as Reloader reads it: deployment.reloader.stakater.com/pause-period (or the name
+// --pause-deployment-annotation gives) on a
 // Deployment, a Go duration. A roll first pauses the Deployment (spec.paused, and paused-at
 // with the time), so that the roll and every change made during the period go out in one
 // rollout when the period ends and the controller resumes it. The time lives on the Deployment
@@ -22,30 +23,34 @@ import (
 // replacing a Reloader that paused the Deployment, resumes it on time. A Deployment paused by
 // someone else is not resumed by the controller.
 
+// pauseAnnotations are the names of Reloader's pause-period and paused-at annotations, which
+// Reloader's flags can rename.
+type pauseAnnotations struct{ period, at string }
+
 // pausePeriod reads the pause period of obj: ok when the annotation is there, err when it
 // cannot be read (not a positive duration, or not on a Deployment).
-func pausePeriod(obj client.Object) (period time.Duration, ok bool, err error) {
-	value, ok := obj.GetAnnotations()[v1alpha1.ReloaderPausePeriodAnnotation]
+func (p pauseAnnotations) pausePeriod(obj client.Object) (period time.Duration, ok bool, err error) {
+	value, ok := obj.GetAnnotations()[p.period]
 	if !ok {
 		return 0, false, nil
 	}
 	if _, isDeployment := obj.(*appsv1.Deployment); !isDeployment {
-		return 0, true, fmt.Errorf("annotation %s applies to Deployments only", v1alpha1.ReloaderPausePeriodAnnotation)
+		return 0, true, fmt.Errorf("annotation %s applies to Deployments only", p.period)
 	}
 	period, err = time.ParseDuration(value)
 	if err == nil && period <= 0 {
 		err = fmt.Errorf("not a positive duration")
 	}
 	if err != nil {
-		return 0, true, fmt.Errorf("annotation %s: %q is not a positive duration such as 5m: %w", v1alpha1.ReloaderPausePeriodAnnotation, value, err)
+		return 0, true, fmt.Errorf("annotation %s: %q is not a positive duration such as 5m: %w", p.period, value, err)
 	}
 	return period, true, nil
 }
 
 // pausedForPeriod says whether d is paused for its pause period (by this controller or by
 // Reloader), and since when; a paused-at that cannot be read is the zero time, which resumes it.
-func pausedForPeriod(d *appsv1.Deployment) (time.Time, bool) {
-	value, ok := d.Annotations[v1alpha1.ReloaderPausedAtAnnotation]
+func (p pauseAnnotations) pausedForPeriod(d *appsv1.Deployment) (time.Time, bool) {
+	value, ok := d.Annotations[p.at]
 	if !ok || !d.Spec.Paused {
 		return time.Time{}, false
 	}
@@ -63,22 +68,23 @@ func (r *Reconciler[T]) resumeIfDue(ctx context.Context, obj T) (time.Duration, 
 	if !ok {
 		return 0, nil
 	}
-	at, paused := pausedForPeriod(d)
+	pause := r.Settings.Pause
+	at, paused := pause.pausedForPeriod(d)
 	if !paused {
 		return 0, nil
 	}
-	period, _, err := pausePeriod(d)
+	period, _, err := pause.pausePeriod(d)
 	if remaining := at.Add(period).Sub(r.now()); err == nil && period > 0 && remaining > 0 {
 		return remaining, nil
 	}
 	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.ReloaderPausedAtAnnotation: nil}},
+		"metadata": map[string]any{"annotations": map[string]any{pause.at: nil}},
 		"spec":     map[string]any{"paused": false},
 	})
 	if err := r.Client.Patch(ctx, d, client.RawPatch("application/merge-patch+json", patch), client.FieldOwner(FieldManager)); err != nil {
 		return 0, fmt.Errorf("resuming Deployment after its pause period: %w", err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Patched Deployment: resumed at the end of its pause period", "pausedAt", d.Annotations[v1alpha1.ReloaderPausedAtAnnotation], "fieldManager", FieldManager)
+	ctrl.LoggerFrom(ctx).Info("Patched Deployment: resumed at the end of its pause period", "pausedAt", d.Annotations[pause.at], "fieldManager", FieldManager)
 	r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, v1alpha1.ReasonResumed, "Resume", "Resumed Deployment %s at the end of its pause period: the changes of the period roll out now", d.Name)
 	return 0, nil
 }
@@ -87,7 +93,7 @@ func (r *Reconciler[T]) resumeIfDue(ctx context.Context, obj T) (time.Duration, 
 // already; it returns how long until it resumes (0 when it does not pause). An unreadable
 // pause period, or one on another kind, is a Warning Event: the roll goes on without a pause.
 func (r *Reconciler[T]) pauseForRoll(ctx context.Context, obj T) (time.Duration, error) {
-	period, ok, err := pausePeriod(obj)
+	period, ok, err := r.Settings.Pause.pausePeriod(obj)
 	switch {
 	case !ok:
 		return 0, nil
@@ -104,7 +110,7 @@ func (r *Reconciler[T]) pauseForRoll(ctx context.Context, obj T) (time.Duration,
 	}
 	now := r.now().UTC().Truncate(time.Second)
 	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.ReloaderPausedAtAnnotation: now.Format(time.RFC3339)}},
+		"metadata": map[string]any{"annotations": map[string]any{r.Settings.Pause.at: now.Format(time.RFC3339)}},
 		"spec":     map[string]any{"paused": true},
 	})
 	if err := r.Client.Patch(ctx, d, client.RawPatch("application/merge-patch+json", patch), client.FieldOwner(FieldManager)); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -52,50 +53,54 @@ type ReloaderForm struct {
 	NoGap string
 	// Bool says a flag takes no value, as Reloader's boolean flags.
 	Bool bool
+	// Manager says a supported flag sets one of the manager's own settings, and is bound by
+	// the manager's options rather than the configmapwatcher's.
+	Manager bool
 	// Note says where ours differs, or what to use instead and why.
 	Note string
 }
 
-// fixedNames is why the flags that rename Reloader's annotations are not supported.
-const fixedNames = "annotation names are fixed: Reloader's default names and app.example.com/reload; a workload annotated under another name is not rolled"
+// renamed is what the flags that rename Reloader's annotations do here: as in Reloader, the
+// default name is then not read.
+const renamed = "the annotation is read under the name given, and no longer under Reloader's default"
 
 // ReloaderFlags are Reloader v1.4.21's flags (internal/pkg/util/util.go,
 // ConfigureReloaderFlags), in its order.
 var ReloaderFlags = []ReloaderForm{
 	{Name: "auto-reload-all", Support: Supported, Bool: true, NoGap: "false"},
-	{Name: "configmap-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderConfigMapReloadAnnotation, Note: fixedNames},
-	{Name: "secret-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderSecretReloadAnnotation, Note: fixedNames},
-	{Name: "auto-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderAutoAnnotation, Note: fixedNames},
-	{Name: "ignore-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderIgnoreAnnotation, Note: fixedNames},
-	{Name: "configmap-auto-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderConfigMapAutoAnnotation, Note: fixedNames},
-	{Name: "secret-auto-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderSecretAutoAnnotation, Note: fixedNames},
-	{Name: "auto-search-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderSearchAnnotation, Note: fixedNames},
-	{Name: "search-match-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderMatchAnnotation, Note: fixedNames},
-	{Name: "pause-deployment-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderPausePeriodAnnotation, Note: fixedNames},
-	{Name: "pause-deployment-time-annotation", Support: Unsupported, NoGap: v1alpha1.ReloaderPausedAtAnnotation, Note: fixedNames},
-	{Name: "log-format", Support: Equivalent, NoGap: "", Note: "logs are JSON lines (zap); --zap-encoder=console for text"},
-	{Name: "log-level", Support: Unsupported, NoGap: "info", Note: "use --zap-log-level"},
+	{Name: "configmap-annotation", Support: Supported, Note: renamed},
+	{Name: "secret-annotation", Support: Supported, Note: renamed},
+	{Name: "auto-annotation", Support: Supported, Note: renamed},
+	{Name: "ignore-annotation", Support: Supported, Note: renamed},
+	{Name: "configmap-auto-annotation", Support: Supported, Note: renamed},
+	{Name: "secret-auto-annotation", Support: Supported, Note: renamed},
+	{Name: "auto-search-annotation", Support: Supported, Note: renamed},
+	{Name: "search-match-annotation", Support: Supported, Note: renamed},
+	{Name: "pause-deployment-annotation", Support: Supported, Note: renamed},
+	{Name: "pause-deployment-time-annotation", Support: Supported, Note: renamed},
+	{Name: "log-format", Support: Supported, Manager: true, Note: "'json' (our default) or '' (text), as --zap-encoder; another value stops the manager (Reloader logs text)"},
+	{Name: "log-level", Support: Supported, Manager: true, Note: "Reloader's levels, as --zap-log-level (trace is verbosity 2)"},
 	{Name: "webhook-url", Support: Supported, NoGap: "", Note: "posts instead of rolling, as Reloader's; our body names the workload, its sources and keys; --notify-url posts and rolls"},
 	{Name: "resources-to-ignore", Support: Supported, NoGap: ""},
 	{Name: "ignored-workload-types", Support: Supported, NoGap: "", Note: "'jobs', 'cronjobs' or both, as --controllers=*,-configmapwatcher-jobs,-configmapwatcher-cronjobs"},
-	{Name: "namespaces", Support: Unsupported, NoGap: "", Note: "use --watch-namespaces, which scopes the whole manager"},
+	{Name: "namespaces", Support: Supported, NoGap: "", Note: "the configmapwatcher's namespaces (--watch-namespaces scopes the whole manager); refused with --namespace-selector or --namespaces-to-ignore, which Reloader ignores then"},
 	{Name: "namespaces-to-ignore", Support: Supported, NoGap: ""},
 	{Name: "namespace-selector", Support: Supported, NoGap: "", Note: "the manager restarts when the set of matching namespaces changes"},
 	{Name: "resource-label-selector", Support: Supported, NoGap: ""},
-	{Name: "is-Argo-Rollouts", Support: Equivalent, NoGap: "false", Note: "Rollouts are rolled whenever the argoproj.io Rollout CRD is installed; --controllers=*,-configmapwatcher-rollouts leaves them alone"},
-	{Name: "reload-strategy", Support: Unsupported, NoGap: "annotations", Note: "a roll always changes the Pod template's app.example.com/config-hash (a keyed digest), never a container's environment: Reloader's env-vars strategy puts an unkeyed hash of Secret data in every container"},
-	{Name: "reload-on-create", Support: Unsupported, NoGap: "false", Note: "the creation of a source a workload uses and that was missing always rolls it; a source new to a workload is recorded without a roll"},
+	{Name: "is-Argo-Rollouts", Support: Supported, Note: "'false' leaves Rollouts alone, as --controllers=*,-configmapwatcher-rollouts; without the flag, Rollouts are rolled whenever their CRD is installed (Reloader's default leaves them alone)"},
+	{Name: "reload-strategy", Support: Supported, NoGap: "", Note: "env-vars and annotations as Reloader's, with a keyed digest where Reloader writes a plain SHA-1 of the data; without the flag, ours: config-hash (Reloader's default is env-vars)"},
+	{Name: "reload-on-create", Support: Supported, Bool: true, NoGap: "false", Note: "a creation rolls the workloads that roll on the source: one they use that was missing, or one new to them created while the manager runs; without it a creation is recorded without a roll"},
 	{Name: "reload-on-delete", Support: Supported, Bool: true, NoGap: "false"},
-	{Name: "enable-ha", Support: Unsupported, Bool: true, NoGap: "false", Note: "use --leader-elect: several replicas without it roll each change several times"},
+	{Name: "enable-ha", Support: Supported, Manager: true, Bool: true, Note: "as --leader-elect; the Lease is ours, not Reloader's stakater-reloader-lock"},
 	{Name: "sync-after-restart", Support: Equivalent, Bool: true, NoGap: "false", Note: "a restart rolls exactly the workloads whose data changed while the manager was down, from the record on each workload"},
-	{Name: "enable-pprof", Support: Unsupported, Bool: true, NoGap: "false", Note: "the manager serves no pprof: profiling costs resident memory"},
-	{Name: "pprof-addr", Support: Unsupported, NoGap: ":6060", Note: "see enable-pprof"},
+	{Name: "enable-pprof", Support: Unsupported, Bool: true, NoGap: "false", Note: "the manager serves no pprof: its heap profiling is off, since it costs resident memory"},
+	{Name: "pprof-addr", Support: Unsupported, NoGap: ":6060", Note: "the manager serves no pprof (see --enable-pprof)"},
 	{Name: "enable-csi-integration", Support: Unsupported, Bool: true, NoGap: "false", Note: "SecretProviderClassPodStatus objects (Secrets Store CSI driver) are not watched"},
 }
 
 // ReloaderEnvironment are the environment variables Reloader v1.4.21 reads.
 var ReloaderEnvironment = []ReloaderForm{
-	{Name: "KUBERNETES_NAMESPACE", Support: Unsupported, Note: "use --watch-namespaces"},
+	{Name: "KUBERNETES_NAMESPACE", Support: Supported, Note: "the one namespace the configmapwatcher looks at, unless --namespaces is given"},
 	{Name: "ALERT_ON_RELOAD", Support: Unsupported, Note: "use --webhook-url"},
 	{Name: "ALERT_WEBHOOK_URL", Support: Unsupported, Note: "use --webhook-url"},
 	{Name: "ALERT_SINK", Support: Unsupported, Note: "use --webhook-format=slack for slack, gchat and teams, json otherwise"},
@@ -139,6 +144,8 @@ type reloaderFlags struct {
 	values map[string]*reloaderValue
 	// ignoredWorkloadTypes is --ignored-workload-types, which is supported.
 	ignoredWorkloadTypes []string
+	// argoRollouts is --is-Argo-Rollouts; nil when not given.
+	argoRollouts *bool
 }
 
 // reloaderValue is the value of one accepted flag.
@@ -170,6 +177,14 @@ func newReloaderFlags() *reloaderFlags {
 
 // addFlags registers Reloader's flags that Options does not bind under the same name.
 func (f *reloaderFlags) addFlags(fs *flag.FlagSet) {
+	fs.Func("is-Argo-Rollouts", "'true' or 'false': whether the configmapwatcher rolls Argo Rollouts, as Reloader's flag; without it, Rollouts are rolled whenever their CRD is installed (Reloader's default is false).", func(s string) error {
+		on, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", s)
+		}
+		f.argoRollouts = &on
+		return nil
+	})
 	fs.Var(listFlag{&f.ignoredWorkloadTypes}, "ignored-workload-types", "'jobs', 'cronjobs' or both: the configmapwatcher leaves that kind alone, as Reloader's flag (and as --controllers=*,-configmapwatcher-jobs).")
 	for _, form := range ReloaderFlags {
 		if form.Support == Supported {
@@ -181,8 +196,15 @@ func (f *reloaderFlags) addFlags(fs *flag.FlagSet) {
 	}
 }
 
-// validate checks --ignored-workload-types as Reloader does.
+// validate refuses each of Reloader's flags that is not supported, given a value that asks for
+// something (Reloader's default asks for nothing), and checks --ignored-workload-types as
+// Reloader does.
 func (f *reloaderFlags) validate() error {
+	for _, name := range slices.Sorted(maps.Keys(f.values)) {
+		if v := f.values[name]; v.set && v.form.Support == Unsupported && v.value != v.form.NoGap {
+			return fmt.Errorf("--%s=%s: Stakater Reloader's flag, not supported here: %s", name, v.value, v.form.Note)
+		}
+	}
 	for _, v := range f.ignoredWorkloadTypes {
 		if v != "jobs" && v != "cronjobs" {
 			return fmt.Errorf("--ignored-workload-types takes 'jobs', 'cronjobs' or both, not %q", v)
@@ -191,25 +213,22 @@ func (f *reloaderFlags) validate() error {
 	return nil
 }
 
-// ignores says whether --ignored-workload-types leaves the workload kind alone.
-func (f *reloaderFlags) ignores(kind string) bool {
-	return slices.Contains(f.ignoredWorkloadTypes, strings.ToLower(kind)+"s")
+// ignores says why Reloader's flags leave the workload kind alone; "" when they do not.
+func (f *reloaderFlags) ignores(kind string) string {
+	switch {
+	case slices.Contains(f.ignoredWorkloadTypes, strings.ToLower(kind)+"s"):
+		return "--ignored-workload-types leaves " + kind + "s alone"
+	case kind == Rollouts.Name && f.argoRollouts != nil && !*f.argoRollouts:
+		return "--is-Argo-Rollouts=false leaves Rollouts alone"
+	}
+	return ""
 }
 
-// reportReloaderFlags logs each of Reloader's unsupported flags given a value other than its
-// NoGap, and each of Reloader's unsupported variables set in the environment, and sets the
-// metric of each. It returns their names, flags with their dashes.
+// reportReloaderFlags logs each of Reloader's unsupported environment variables set in the
+// environment, and sets the metric of each; it returns their names. (Reloader's unsupported
+// flags stop the manager at start: Validate.)
 func (o *Options) reportReloaderFlags(log logr.Logger, lookupEnv func(string) (string, bool)) []string {
 	var seen []string
-	for _, name := range slices.Sorted(maps.Keys(o.reloader.values)) {
-		v := o.reloader.values[name]
-		if !v.set || v.form.Support != Unsupported || v.value == v.form.NoGap {
-			continue
-		}
-		reloaderUnsupported.WithLabelValues("flag", "--"+name, "").Set(1)
-		log.Info("Reloader flag not supported", "flag", "--"+name, "value", v.value, "instead", v.form.Note)
-		seen = append(seen, "--"+name)
-	}
 	for _, form := range ReloaderEnvironment {
 		value, set := lookupEnv(form.Name)
 		if !set || form.Support != Unsupported {

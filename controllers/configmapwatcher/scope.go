@@ -36,9 +36,11 @@ import (
 // otherwise: a kind another controller caches whole, the periodic resync, the HTTP trigger.
 type Scope struct {
 	// namespaces are those --namespace-selector selected at start (Options.Prepare), and
-	// unselected the others that existed then; selectsByLabels says whether it is set.
+	// unselected the others that existed then; selectsByLabels says whether it is set. Or they
+	// are those Reloader's --namespaces (or KUBERNETES_NAMESPACE) lists, and listed says so.
 	namespaces, unselected []string
 	selectsByLabels        bool
+	listed                 bool
 	// ignored are --namespaces-to-ignore.
 	ignored map[string]bool
 	// resourceSelector is --resource-label-selector; nil for every source.
@@ -52,8 +54,12 @@ func (s Scope) Namespace(namespace string) bool {
 	if s.ignored[namespace] {
 		return false
 	}
-	return !s.selectsByLabels || slices.Contains(s.namespaces, namespace)
+	return !s.selects() || slices.Contains(s.namespaces, namespace)
 }
+
+// selects says whether the configmapwatcher looks at some namespaces only: those a selector
+// selects, or those listed.
+func (s Scope) selects() bool { return s.selectsByLabels || s.listed }
 
 // SourceKind says whether sources of kind count at all.
 func (s Scope) SourceKind(kind podrefs.SourceKind) bool { return !s.ignoredSources[kind] }
@@ -88,13 +94,13 @@ func (s Scope) Namespaces(manager []string) []string {
 	switch {
 	case s.ExcludesUnselected(manager):
 		return nil
-	case s.selectsByLabels && len(manager) > 0:
+	case s.selects() && len(manager) > 0:
 		for _, ns := range s.namespaces {
 			if slices.Contains(manager, ns) {
 				candidates = append(candidates, ns)
 			}
 		}
-	case s.selectsByLabels:
+	case s.selects():
 		candidates = s.namespaces
 	case len(manager) > 0:
 		candidates = manager
@@ -158,7 +164,11 @@ func (s Scope) CacheScope(manager []string) cache.ByObject {
 // out (Scope.ExcludesUnselected), so that its replacement watches the new set (nil without
 // --namespace-selector).
 func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, namespaces []string) (manager.Runnable, error) {
-	o.reportReloaderFlags(logr.FromContextOrDiscard(ctx).WithValues("group", Group), os.LookupEnv)
+	log := logr.FromContextOrDiscard(ctx).WithValues("group", Group)
+	o.reportReloaderFlags(log, os.LookupEnv)
+	if o.listedNamespaces != nil {
+		return nil, o.checkListedNamespaces(log, namespaces)
+	}
 	if o.namespaceSelector == nil {
 		return nil, nil
 	}
@@ -177,6 +187,22 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, namespaces []st
 	o.selectedNamespaces, o.unselectedNamespaces = w.start.selected, w.start.unselected
 	w.excludesUnselected = o.Scope().ExcludesUnselected(namespaces)
 	return w, nil
+}
+
+// checkListedNamespaces says which namespaces --namespaces or KUBERNETES_NAMESPACE list, and
+// refuses those the manager does not watch (its --watch-namespaces; none for all): the
+// configmapwatcher could not see them.
+func (o *Options) checkListedNamespaces(log logr.Logger, manager []string) error {
+	if len(manager) > 0 {
+		for _, ns := range o.listedNamespaces {
+			if !slices.Contains(manager, ns) {
+				return fmt.Errorf("%s lists namespace %s, which the manager does not watch (--watch-namespaces=%s)",
+					o.namespacesFrom, ns, strings.Join(manager, ","))
+			}
+		}
+	}
+	log.Info("Watching the namespaces listed", "namespaces", o.listedNamespaces, "from", o.namespacesFrom)
+	return nil
 }
 
 // ErrNamespacesChanged stops the manager when the namespaces --namespace-selector selects

@@ -56,10 +56,11 @@ func TestDeletedSourceHoldsNothingBack(t *testing.T) {
 	})
 }
 
-// TestReloadOnDelete: with --reload-on-delete a deleted source rolls its workloads (the
-// Event says so) and its return rolls them again.
-func TestReloadOnDelete(t *testing.T) {
-	env.StartManager(t, "--controllers=configmapwatcher", "--reload-on-delete")
+// TestReloadOnDeleteAndCreate: with Reloader's --reload-on-delete a deleted source rolls its
+// workloads (the Event says so), and with --reload-on-create its return rolls them again.
+// TestMissingSources has a creation without --reload-on-create, which rolls nothing.
+func TestReloadOnDeleteAndCreate(t *testing.T) {
+	env.StartManager(t, "--controllers=configmapwatcher", "--reload-on-delete", "--reload-on-create")
 	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
 		create(t, secret(ns, "db", map[string]string{"password": "p1"}), k.workload(ns, "web", "true", secretEnvFrom("db")))
 		before := k.waitRecorded(t, ns, "web")

@@ -33,6 +33,8 @@ type Shared struct {
 	limiter  *rolloutLimiter
 	notifier *notifier
 	jobs     *jobRecreator
+	// started is when the watches were made.
+	started time.Time
 }
 
 // setup creates the metadata client, the watches over the manager's namespaces (none for every
@@ -61,6 +63,7 @@ func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings)
 		s.limiter = newRolloutLimiter(settings.MaxRolloutsPerMinute, time.Now)
 		s.notifier = newNotifier(settings.Webhook, log)
 		s.jobs = &jobRecreator{}
+		s.started = time.Now()
 	})
 	return s.err
 }
@@ -103,10 +106,10 @@ func Changes[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []string, 
 			if !settings.Scope.Namespace(namespace) {
 				return nil
 			}
-			return workloadsFor(ctx, reader, k, namespace, src, settings.Reading.AutoReloadAll)
+			return workloadsFor(ctx, reader, k, namespace, src, settings.Reading)
 		},
 		optedIn: func(ctx context.Context, namespace string) ([]reconcile.Request, error) {
-			return optedIn(ctx, reader, k, namespace, settings.Reading.AutoReloadAll)
+			return optedIn(ctx, reader, k, namespace, settings.Reading)
 		},
 		delay: settings.Debounce,
 	}}, nil
@@ -141,13 +144,15 @@ func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []st
 	}
 	return &Reconciler[T]{Kind: k, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Lister: s,
 		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, Settings: settings,
-		limiter: s.limiter, notifier: s.notifier, jobs: s.jobs, now: time.Now}, nil
+		limiter: s.limiter, notifier: s.notifier, jobs: s.jobs, now: time.Now, started: s.started}, nil
 }
 
 // workloadsFor maps a source to the workloads of kind k in namespace that may roll on it,
 // through the shared index on reader, the manager's cache: those filed under the source, and
 // those filed under the kind's wildcard whose patterns match its name.
-func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, src podrefs.Source, autoReloadAll bool) []reconcile.Request {
+func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, src podrefs.Source, reading podrefs.Reading) []reconcile.Request {
+	// As the index reads them: Reloader's annotations whatever --reloader-annotations says.
+	reading.Reloader = true
 	var requests []reconcile.Request
 	for _, value := range []string{src.Key(), podrefs.Wildcard(src.Kind)} {
 		list := k.NewList()
@@ -159,7 +164,7 @@ func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k 
 			obj := item.(client.Object)
 			if value != src.Key() {
 				template := podrefs.PodTemplate(obj)
-				selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, podrefs.Reading{Reloader: true, AutoReloadAll: autoReloadAll})
+				selection, _ := podrefs.Select(obj.GetAnnotations(), template.Annotations, reading)
 				if !selection.Matches(src) {
 					return nil
 				}
@@ -173,7 +178,7 @@ func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k 
 
 // optedIn lists, from reader (the manager's cache), the requests of every workload of kind k
 // in namespace ("" for all) that the shared index files under some source.
-func optedIn[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, autoReloadAll bool) ([]reconcile.Request, error) {
+func optedIn[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, reading podrefs.Reading) ([]reconcile.Request, error) {
 	list := k.NewList()
 	if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing %ss: %w", k.Name, err)
@@ -181,7 +186,7 @@ func optedIn[T client.Object](ctx context.Context, reader client.Reader, k Kind[
 	var requests []reconcile.Request
 	err := apimeta.EachListItem(list, func(item runtime.Object) error {
 		obj := item.(client.Object)
-		if len(indexers.WorkloadSources(obj, autoReloadAll)) > 0 {
+		if len(indexers.WorkloadSources(obj, reading)) > 0 {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 		}
 		return nil

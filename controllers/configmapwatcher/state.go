@@ -225,19 +225,30 @@ const (
 	legacyHashStale
 )
 
+// policy is what decide is told besides the records: Reloader's --reload-on-delete and
+// --reload-on-create, and which sources were created while the manager watched.
+type policy struct {
+	reloadOnDelete, reloadOnCreate bool
+	// createdWhileWatching says whether a source (by its record's key) was created after the
+	// manager started: its creation is the event Reloader's --reload-on-create rolls on.
+	createdWhileWatching func(key string) bool
+}
+
 // decide compares what the workload's record says (nil: none) with what a reconcile observed:
 //   - no record: a baseline, no roll, unless an older release's config hash says the data
 //     changed since it was written (then one roll);
 //   - a record made with another digest key: a new baseline, no roll;
-//   - a source whose keys' digests changed, or that was missing and exists now: a roll;
+//   - a source whose keys' digests changed: a roll;
+//   - a source that was missing and exists now: with reloadOnCreate a roll, otherwise it is
+//     recorded without one, as Reloader does;
 //   - a source of the record deleted since: with reloadOnDelete a roll, the source recorded as
-//     missing (so that its return rolls again); otherwise no roll, and the record keeps its
-//     digests, so that it holds back no other source's change and its return rolls only if its
-//     data differs;
-//   - sources added or dropped (the workload's spec or annotations changed): a new record, no
-//     roll;
+//     missing; otherwise no roll, and the record keeps its digests, so that it holds back no
+//     other source's change and its return rolls only if its data differs;
+//   - sources added or dropped (the workload's spec or annotations changed, or a source that
+//     a pattern matches was created): a new record, no roll; with reloadOnCreate, a source
+//     added because it was created while the manager watched rolls;
 //   - the same record: nothing.
-func decide(recorded, observed *state, legacy legacyHash, reloadOnDelete bool) decision {
+func decide(recorded, observed *state, legacy legacyHash, p policy) decision {
 	switch {
 	case recorded == nil && legacy == legacyHashStale:
 		return decision{write: true, record: observed, roll: true, upgrade: true}
@@ -252,17 +263,21 @@ func decide(recorded, observed *state, legacy legacyHash, reloadOnDelete bool) d
 		now := observed.Sources[key]
 		before, known := recorded.Sources[key]
 		switch {
+		case !known && now != nil && p.reloadOnCreate && p.createdWhileWatching != nil && p.createdWhileWatching(key):
+			d.changes = append(d.changes, sourceChange{Source: key, Change: changeCreated})
 		case !known:
 			// Newly tracked: recorded as it is, without rolling.
-		case now == nil && before != nil && reloadOnDelete:
+		case now == nil && before != nil && p.reloadOnDelete:
 			d.changes = append(d.changes, sourceChange{Source: key, Change: changeDeleted})
 		case now == nil && before != nil:
 			record.Sources[key] = before
 			d.deleted = append(d.deleted, key)
 		case now == nil:
 			// Missing before and still missing.
-		case before == nil:
+		case before == nil && p.reloadOnCreate:
 			d.changes = append(d.changes, sourceChange{Source: key, Change: changeCreated})
+		case before == nil:
+			// Created: recorded without rolling, as Reloader without --reload-on-create.
 		default:
 			if change, changed := keyChanges(key, before, now); changed {
 				d.changes = append(d.changes, change)

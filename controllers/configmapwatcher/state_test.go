@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,9 +82,9 @@ func TestDecide(t *testing.T) {
 			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}),
 			record(key, map[string]map[string]string{"ConfigMap/app": app9, "Secret/db": nil}), noLegacyHash, false,
 			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: LOG_LEVEL changed"}, Record: map[string]map[string]string{"ConfigMap/app": app9, "Secret/db": nil}}},
-		{"a source missing before exists now: one roll",
+		{"a source missing before exists now: recorded, no roll (as Reloader without --reload-on-create)",
 			record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}), base, noLegacyHash, false,
-			outcome{Write: true, Roll: true, Changes: []string{"Secret db: created"}, Record: base.Sources}},
+			outcome{Write: true, Record: base.Sources}},
 		{"a source tracked anew: recorded, no roll", record(key, map[string]map[string]string{"ConfigMap/app": app}), base, noLegacyHash, false,
 			outcome{Write: true, Record: base.Sources}},
 		{"a source tracked anew and missing: recorded as missing, no roll", base,
@@ -100,7 +101,42 @@ func TestDecide(t *testing.T) {
 			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap big: data changed"}, Record: map[string]map[string]string{"ConfigMap/big": {wholeSource: "b"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := outcomeOf(decide(tc.recorded, tc.observed, tc.legacy, tc.reloadOnDelete))
+			got := outcomeOf(decide(tc.recorded, tc.observed, tc.legacy, policy{reloadOnDelete: tc.reloadOnDelete}))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecideReloadOnCreate: with --reload-on-create, a source's creation rolls, whether it was
+// recorded as missing or is new to the record because it was created while the manager
+// watched; a source new to the record that existed before the manager started does not.
+func TestDecideReloadOnCreate(t *testing.T) {
+	app := map[string]string{"k": "d1"}
+	db := map[string]string{"password": "s1"}
+	withDB := record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": db})
+	onCreate := func(created ...string) policy {
+		return policy{reloadOnCreate: true, createdWhileWatching: func(key string) bool { return slices.Contains(created, key) }}
+	}
+	for _, tc := range []struct {
+		name     string
+		recorded *state
+		p        policy
+		want     outcome
+	}{
+		{"recorded as missing, created: one roll", record(key, map[string]map[string]string{"ConfigMap/app": app, "Secret/db": nil}), onCreate(),
+			outcome{Write: true, Roll: true, Changes: []string{"Secret db: created"}, Record: withDB.Sources}},
+		{"new to the record, created while watching: one roll", record(key, map[string]map[string]string{"ConfigMap/app": app}), onCreate("Secret/db"),
+			outcome{Write: true, Roll: true, Changes: []string{"Secret db: created"}, Record: withDB.Sources}},
+		{"new to the record, there before the manager: recorded, no roll", record(key, map[string]map[string]string{"ConfigMap/app": app}), onCreate(),
+			outcome{Write: true, Record: withDB.Sources}},
+		{"new to the record, created while watching, without the flag: recorded, no roll", record(key, map[string]map[string]string{"ConfigMap/app": app}),
+			policy{createdWhileWatching: func(string) bool { return true }},
+			outcome{Write: true, Record: withDB.Sources}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := outcomeOf(decide(tc.recorded, withDB, noLegacyHash, tc.p))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -8,6 +8,7 @@ package podrefs
 import (
 	"slices"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/example/switchboard/apis/v1alpha1"
 )
 
 // SourceKind is a kind of object a Pod takes configuration from.
@@ -198,14 +201,14 @@ func SetRolloutTemplate(rollout *unstructured.Unstructured, template *corev1.Pod
 	return unstructured.SetNestedMap(rollout.Object, raw, "spec", "template")
 }
 
-// ReferencesOnly returns a Pod spec that keeps of spec only what References reads: the names
-// of the containers, init containers and volumes that reference ConfigMaps or Secrets, with
-// those references and the keys they take. References gives the same answer for both; a cache
-// can store the smaller one when nothing else reads the Pod spec.
+// ReferencesOnly returns a Pod spec that keeps of spec only what References and Carrier read:
+// the names of every container, in order, and of the volumes that reference ConfigMaps or
+// Secrets, with those references, the keys they take and the containers' mounts of them; and
+// Reloader's environment variables (v1alpha1.ReloaderEnvVarPrefix), which the configmapwatcher
+// writes. References and Carrier give the same answers for both; a cache can store the smaller
+// one when nothing else reads the Pod spec.
 func ReferencesOnly(spec *corev1.PodSpec) corev1.PodSpec {
 	var out corev1.PodSpec
-	out.InitContainers = containerReferences(spec.InitContainers)
-	out.Containers = containerReferences(spec.Containers)
 	for _, volume := range spec.Volumes {
 		kept := corev1.Volume{Name: volume.Name}
 		if volume.ConfigMap != nil {
@@ -235,6 +238,12 @@ func ReferencesOnly(spec *corev1.PodSpec) corev1.PodSpec {
 			out.Volumes = append(out.Volumes, kept)
 		}
 	}
+	sourceVolumes := map[string]bool{}
+	for _, volume := range out.Volumes {
+		sourceVolumes[volume.Name] = true
+	}
+	out.InitContainers = containerReferences(spec.InitContainers, sourceVolumes)
+	out.Containers = containerReferences(spec.Containers, sourceVolumes)
 	return out
 }
 
@@ -247,9 +256,9 @@ func keysOnly(items []corev1.KeyToPath) []corev1.KeyToPath {
 	return out
 }
 
-// containerReferences keeps, of each container that references a ConfigMap or a Secret, its
-// name and those references.
-func containerReferences(containers []corev1.Container) []corev1.Container {
+// containerReferences keeps, of each container, its name, its references to ConfigMaps and
+// Secrets, its mounts of the volumes sourceVolumes names, and Reloader's environment variables.
+func containerReferences(containers []corev1.Container, sourceVolumes map[string]bool) []corev1.Container {
 	var out []corev1.Container
 	for i := range containers {
 		kept := corev1.Container{Name: containers[i].Name}
@@ -265,6 +274,8 @@ func containerReferences(containers []corev1.Container) []corev1.Container {
 		}
 		for _, env := range containers[i].Env {
 			switch {
+			case env.ValueFrom == nil && strings.HasPrefix(env.Name, v1alpha1.ReloaderEnvVarPrefix):
+				kept.Env = append(kept.Env, corev1.EnvVar{Name: env.Name, Value: env.Value})
 			case env.ValueFrom == nil:
 			case env.ValueFrom.ConfigMapKeyRef != nil:
 				ref := env.ValueFrom.ConfigMapKeyRef
@@ -276,9 +287,93 @@ func containerReferences(containers []corev1.Container) []corev1.Container {
 					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: ref.LocalObjectReference, Key: ref.Key}}})
 			}
 		}
-		if kept.EnvFrom != nil || kept.Env != nil {
-			out = append(out, kept)
+		for _, mount := range containers[i].VolumeMounts {
+			if sourceVolumes[mount.Name] {
+				kept.VolumeMounts = append(kept.VolumeMounts, corev1.VolumeMount{Name: mount.Name})
+			}
 		}
+		out = append(out, kept)
 	}
 	return out
+}
+
+// Carrier returns the container that Reloader's env-vars strategy puts the variable of src in,
+// and whose name its last-reloaded-from annotation gives, as Reloader v1.4.21 chooses it: the
+// first container that mounts a volume of src; else the first that takes it through env or
+// envFrom; else, when only init containers use src, or when the workload names src in an
+// annotation without using it (named), the first container. "" when there is none: a source
+// rolled on because it is referenced (auto) always has one.
+func Carrier(spec *corev1.PodSpec, src Source, named bool) string {
+	volumes := map[string]bool{}
+	for _, volume := range spec.Volumes {
+		if volumeUses(volume, src) {
+			volumes[volume.Name] = true
+		}
+	}
+	mounts := func(c *corev1.Container) bool {
+		for _, mount := range c.VolumeMounts {
+			if volumes[mount.Name] {
+				return true
+			}
+		}
+		return false
+	}
+	takes := func(c *corev1.Container) bool { return containerTakes(c, src) }
+	first := ""
+	if len(spec.Containers) > 0 {
+		first = spec.Containers[0].Name
+	}
+	for _, uses := range []func(*corev1.Container) bool{mounts, takes} {
+		for i := range spec.Containers {
+			if uses(&spec.Containers[i]) {
+				return spec.Containers[i].Name
+			}
+		}
+		for i := range spec.InitContainers {
+			if uses(&spec.InitContainers[i]) {
+				return first
+			}
+		}
+	}
+	if named {
+		return first
+	}
+	return ""
+}
+
+// volumeUses says whether a volume, or one of its projections, is src.
+func volumeUses(volume corev1.Volume, src Source) bool {
+	switch {
+	case src.Kind == ConfigMap && volume.ConfigMap != nil && volume.ConfigMap.Name == src.Name,
+		src.Kind == Secret && volume.Secret != nil && volume.Secret.SecretName == src.Name:
+		return true
+	case volume.Projected == nil:
+		return false
+	}
+	for _, p := range volume.Projected.Sources {
+		if src.Kind == ConfigMap && p.ConfigMap != nil && p.ConfigMap.Name == src.Name ||
+			src.Kind == Secret && p.Secret != nil && p.Secret.Name == src.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// containerTakes says whether a container takes src through env valueFrom or envFrom.
+func containerTakes(c *corev1.Container, src Source) bool {
+	for _, env := range c.Env {
+		switch {
+		case env.ValueFrom == nil:
+		case src.Kind == ConfigMap && env.ValueFrom.ConfigMapKeyRef != nil && env.ValueFrom.ConfigMapKeyRef.Name == src.Name,
+			src.Kind == Secret && env.ValueFrom.SecretKeyRef != nil && env.ValueFrom.SecretKeyRef.Name == src.Name:
+			return true
+		}
+	}
+	for _, from := range c.EnvFrom {
+		if src.Kind == ConfigMap && from.ConfigMapRef != nil && from.ConfigMapRef.Name == src.Name ||
+			src.Kind == Secret && from.SecretRef != nil && from.SecretRef.Name == src.Name {
+			return true
+		}
+	}
+	return false
 }

@@ -80,22 +80,71 @@ func TestReferences(t *testing.T) {
 	}
 }
 
-// TestReferencesOnly: the trimmed Pod spec references the same sources and keys and keeps
-// nothing else.
+// TestReferencesOnly: the trimmed Pod spec references the same sources and keys, names the
+// same carrier of every source, keeps Reloader's variables, and keeps nothing else.
 func TestReferencesOnly(t *testing.T) {
 	spec := podSpecUsingEveryReference()
 	spec.Containers[0].Image = "nginx:1.27"
 	spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-	spec.Containers = append(spec.Containers, corev1.Container{Name: "plain", Image: "envoy:1"})
+	spec.Containers[0].Env = append(spec.Containers[0].Env, corev1.EnvVar{Name: "STAKATER_VOLUME_CONFIGMAP", Value: "abc"})
+	spec.Containers = append(spec.Containers, corev1.Container{Name: "plain", Image: "envoy:1",
+		VolumeMounts: []corev1.VolumeMount{{Name: "v3", MountPath: "/tmp"}, {Name: "v4", MountPath: "/tls"}}})
 	spec.NodeSelector = map[string]string{"zone": "a"}
 	trimmed := ReferencesOnly(&spec)
 	if diff := cmp.Diff(References(&spec), References(&trimmed)); diff != "" {
 		t.Errorf("references (-original +trimmed):\n%s", diff)
 	}
-	if trimmed.NodeSelector != nil || len(trimmed.Containers) != 2 || trimmed.Containers[0].Image != "" ||
-		trimmed.Containers[0].Resources.Limits != nil || len(trimmed.Volumes) != 3 ||
-		trimmed.Volumes[1].Projected.Sources[0].ConfigMap.Items[0].Path != "" {
+	for src := range References(&spec) {
+		for _, named := range []bool{true, false} {
+			if want, got := Carrier(&spec, src, named), Carrier(&trimmed, src, named); got != want {
+				t.Errorf("Carrier(%s, named %v): %q trimmed, %q in full", src, named, got, want)
+			}
+		}
+	}
+	want := []corev1.Container{
+		{Name: "app", EnvFrom: spec.Containers[0].EnvFrom, Env: []corev1.EnvVar{spec.Containers[0].Env[0], spec.Containers[0].Env[1],
+			{Name: "STAKATER_VOLUME_CONFIGMAP", Value: "abc"}}},
+		{Name: "second", Env: spec.Containers[1].Env},
+		{Name: "plain", VolumeMounts: []corev1.VolumeMount{{Name: "v4"}}},
+	}
+	if diff := cmp.Diff(want, trimmed.Containers); diff != "" {
+		t.Errorf("trimmed containers (-want +got):\n%s", diff)
+	}
+	if trimmed.NodeSelector != nil || len(trimmed.Volumes) != 3 || trimmed.Volumes[1].Projected.Sources[0].ConfigMap.Items[0].Path != "" {
 		t.Errorf("trimmed Pod spec keeps more than the references:\n%+v", trimmed)
+	}
+}
+
+// TestCarrier: the container Reloader's env-vars strategy writes a source's variable in.
+func TestCarrier(t *testing.T) {
+	spec := podSpecUsingEveryReference()
+	spec.Containers = append(spec.Containers, corev1.Container{Name: "mounter", VolumeMounts: []corev1.VolumeMount{{Name: "v1"}, {Name: "v2"}}})
+	spec.InitContainers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v4"}}
+	cm := func(name string) Source { return Source{Kind: ConfigMap, Name: name} }
+	secret := func(name string) Source { return Source{Kind: Secret, Name: name} }
+	for _, tc := range []struct {
+		src   Source
+		named bool
+		want  string
+	}{
+		{cm("volume"), false, "mounter"},               // the container that mounts it
+		{cm("projected"), false, "mounter"},            // through a projection
+		{secret("projected-secret"), false, "mounter"}, // the same volume, another projection
+		{cm("envfrom"), false, "app"},                  // the first that takes it: envFrom
+		{cm("keyref"), false, "app"},                   // a key reference
+		{secret("tls"), false, "app"},                  // only an init container mounts it: the first container
+		{cm("init-envfrom"), false, "app"},             // only an init container takes it
+		{secret("sidecar-secret"), false, "app"},       // a native sidecar is an init container
+		{cm("unused"), true, "app"},                    // named in an annotation, used by none
+		{cm("unused"), false, ""},                      // rolled on because referenced: never unused
+		{secret("volume"), false, ""},                  // a Secret is not the ConfigMap of that name
+	} {
+		if got := Carrier(&spec, tc.src, tc.named); got != tc.want {
+			t.Errorf("Carrier(%s, named %v) = %q, want %q", tc.src, tc.named, got, tc.want)
+		}
+	}
+	if got := Carrier(&corev1.PodSpec{}, cm("x"), true); got != "" {
+		t.Errorf("Carrier of a Pod spec without containers = %q, want none", got)
 	}
 }
 

@@ -18,8 +18,10 @@ import (
 // Whether a given source counts can depend on that source's own annotations (Reloader's match
 // and ignore), so the final word is Tracks, once the source has been read.
 type Selection struct {
-	// reloader: Reloader's annotations are honoured, on the workload and on the source.
+	// reloader: Reloader's annotations are honoured, on the workload and on the source, under
+	// names.
 	reloader bool
+	names    ReloaderNames
 	// viaReloader: something the workload rolls on comes from Reloader's annotations or from
 	// --auto-reload-all, so Reloader's behaviour is what its owner expects (see ViaReloader).
 	viaReloader bool
@@ -35,6 +37,48 @@ type Reading struct {
 	// "false", or with Reloader's auto annotation (or that of one kind) set to anything but a
 	// true value ("false"), read where Reloader reads it.
 	AutoReloadAll bool
+	// Names are the names Reloader's annotations are read under; the zero value is Reloader's
+	// defaults.
+	Names ReloaderNames
+}
+
+// ReloaderNames are the names of Reloader's annotations that Reloader's flags can rename
+// (--configmap-annotation, --secret-annotation, --auto-annotation, --configmap-auto-annotation,
+// --secret-auto-annotation, --auto-search-annotation, --search-match-annotation,
+// --ignore-annotation). The exclude annotations have no flag.
+type ReloaderNames struct {
+	ConfigMapReload, SecretReload, Auto, ConfigMapAuto, SecretAuto, Search, Match, Ignore string
+}
+
+// DefaultReloaderNames are Reloader's own names.
+func DefaultReloaderNames() ReloaderNames {
+	return ReloaderNames{
+		ConfigMapReload: v1alpha1.ReloaderConfigMapReloadAnnotation, SecretReload: v1alpha1.ReloaderSecretReloadAnnotation,
+		Auto: v1alpha1.ReloaderAutoAnnotation, ConfigMapAuto: v1alpha1.ReloaderConfigMapAutoAnnotation, SecretAuto: v1alpha1.ReloaderSecretAutoAnnotation,
+		Search: v1alpha1.ReloaderSearchAnnotation, Match: v1alpha1.ReloaderMatchAnnotation, Ignore: v1alpha1.ReloaderIgnoreAnnotation,
+	}
+}
+
+// OrDefaults returns n, Reloader's defaults for the zero value.
+func (n ReloaderNames) OrDefaults() ReloaderNames {
+	if n == (ReloaderNames{}) {
+		return DefaultReloaderNames()
+	}
+	return n
+}
+
+// OptIn are the names of the annotations that can opt a workload in.
+func (n ReloaderNames) OptIn() []string {
+	n = n.OrDefaults()
+	return []string{n.Auto, n.ConfigMapAuto, n.SecretAuto, n.ConfigMapReload, n.SecretReload, n.Search}
+}
+
+// keys are the per-kind annotations of Reloader's.
+func (n ReloaderNames) keys(kind SourceKind) struct{ reload, auto, exclude string } {
+	if kind == Secret {
+		return struct{ reload, auto, exclude string }{n.SecretReload, n.SecretAuto, v1alpha1.ReloaderSecretExcludeAnnotation}
+	}
+	return struct{ reload, auto, exclude string }{n.ConfigMapReload, n.ConfigMapAuto, v1alpha1.ReloaderConfigMapExcludeAnnotation}
 }
 
 // policy is what a workload asked for one kind of source.
@@ -61,12 +105,6 @@ func (p *policy) matches(name string) bool {
 	return false
 }
 
-// reloaderKeys are Reloader's per-kind annotations.
-var reloaderKeys = map[SourceKind]struct{ reload, auto, exclude string }{
-	ConfigMap: {v1alpha1.ReloaderConfigMapReloadAnnotation, v1alpha1.ReloaderConfigMapAutoAnnotation, v1alpha1.ReloaderConfigMapExcludeAnnotation},
-	Secret:    {v1alpha1.ReloaderSecretReloadAnnotation, v1alpha1.ReloaderSecretAutoAnnotation, v1alpha1.ReloaderSecretExcludeAnnotation},
-}
-
 // Select reads what a workload asked to be rolled on from its annotations and its Pod
 // template's, as r says. It returns what it could read and, when an annotation or one of its
 // entries cannot be read, an error that names each: the entries it could read count all the
@@ -80,7 +118,7 @@ var reloaderKeys = map[SourceKind]struct{ reload, auto, exclude string }{
 // must be "true". A reload entry that is a valid object name is that name, literally (a dot in
 // it is not a wildcard); any other entry is an anchored regular expression.
 func Select(annotations, templateAnnotations map[string]string, r Reading) (Selection, error) {
-	s := Selection{reloader: r.Reloader, policies: map[SourceKind]*policy{}}
+	s := Selection{reloader: r.Reloader, names: r.Names.OrDefaults(), policies: map[SourceKind]*policy{}}
 	for _, kind := range SourceKinds {
 		s.policies[kind] = &policy{names: map[string]bool{}, excluded: map[string]bool{}}
 	}
@@ -142,23 +180,23 @@ func (s Selection) readOurs(value string) error {
 // readReloader reads Reloader's annotations for kind; autoReloadAll is Reloader's flag, for a
 // workload that did not opt out with our annotation.
 func (s *Selection) readReloader(kind SourceKind, annotations, templateAnnotations map[string]string, autoReloadAll bool) error {
-	keys := reloaderKeys[kind]
+	keys := s.names.keys(kind)
 	p := s.policies[kind]
 	for _, name := range splitList(annotations[keys.exclude]) {
 		p.excluded[name] = true
 	}
 	from, where := annotations, "the workload"
-	if !hasAny(annotations, keys.reload, v1alpha1.ReloaderAutoAnnotation, keys.auto, v1alpha1.ReloaderSearchAnnotation) {
+	if !hasAny(annotations, keys.reload, s.names.Auto, keys.auto, s.names.Search) {
 		from, where = templateAnnotations, "the Pod template"
 	}
 	// As Reloader: either auto annotation true, or --auto-reload-all when neither says anything
 	// (so "false", or any value but a true one, opts out).
-	auto, typedAuto := from[v1alpha1.ReloaderAutoAnnotation], from[keys.auto]
+	auto, typedAuto := from[s.names.Auto], from[keys.auto]
 	if isTrue(auto) || isTrue(typedAuto) || autoReloadAll && auto == "" && typedAuto == "" {
 		p.referenced = true
 		s.viaReloader = true
 	}
-	if from[v1alpha1.ReloaderSearchAnnotation] == "true" {
+	if from[s.names.Search] == "true" {
 		p.search = true
 		s.viaReloader = true
 	}
@@ -269,14 +307,14 @@ func (s Selection) Tracks(src Source, referenced bool, annotations map[string]st
 	switch {
 	case p == nil, p.excluded[src.Name]:
 		return false
-	case exists && s.reloader && annotations[v1alpha1.ReloaderIgnoreAnnotation] == "true":
+	case exists && s.reloader && annotations[s.names.Ignore] == "true":
 		return false
 	case p.names[src.Name], p.matches(src.Name):
 		return true
 	case referenced && p.referenced:
 		return true
 	case referenced && p.search:
-		return !exists || annotations[v1alpha1.ReloaderMatchAnnotation] == "true"
+		return !exists || annotations[s.names.Match] == "true"
 	}
 	return false
 }

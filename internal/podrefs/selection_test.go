@@ -239,3 +239,44 @@ func TestLegacyReloadConfigMaps(t *testing.T) {
 		})
 	}
 }
+
+// TestSelectRenamedAnnotations: with Reloader's annotations renamed by its flags, the new names
+// are read, on the workload and on the sources, and the default names no longer are.
+func TestSelectRenamedAnnotations(t *testing.T) {
+	spec := podSpecUsingEveryReference()
+	names := ReloaderNames{ConfigMapReload: "x.io/cm", SecretReload: "x.io/secret", Auto: "x.io/auto", ConfigMapAuto: "x.io/cm-auto",
+		SecretAuto: "x.io/secret-auto", Search: "x.io/search", Match: "x.io/match", Ignore: "x.io/ignore"}
+	existing := map[Source]map[string]string{
+		{ConfigMap, "envfrom"}:     {"x.io/match": "true"},
+		{ConfigMap, "keyref"}:      {v1alpha1.ReloaderMatchAnnotation: "true"},
+		{ConfigMap, "volume"}:      {"x.io/ignore": "true"},
+		{Secret, "secret-envfrom"}: nil,
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        []string
+	}{
+		// A referenced source that does not exist counts (it is read once created); the renamed
+		// ignore leaves out volume.
+		{"the renamed auto", map[string]string{"x.io/cm-auto": "true"}, []string{"ConfigMap/envfrom", "ConfigMap/init-envfrom", "ConfigMap/keyref", "ConfigMap/projected"}},
+		{"the default auto, no longer read", map[string]string{v1alpha1.ReloaderAutoAnnotation: "true"}, nil},
+		{"the renamed reload list", map[string]string{"x.io/secret": "db", v1alpha1.ReloaderConfigMapReloadAnnotation: "keyref"}, []string{"Secret/db"}},
+		// keyref carries only the default match, which is no longer read.
+		{"the renamed search and match", map[string]string{"x.io/search": "true"}, []string{"ConfigMap/envfrom", "ConfigMap/init-envfrom",
+			"ConfigMap/projected", "Secret/projected-secret", "Secret/sidecar-secret", "Secret/tls"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Select(tc.annotations, nil, Reading{Reloader: true, Names: names})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, tracked(s, &spec, existing)); diff != "" {
+				t.Errorf("tracked (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if !slices.Contains(names.OptIn(), "x.io/search") || !slices.Contains(Reading{}.Names.OptIn(), v1alpha1.ReloaderAutoAnnotation) {
+		t.Errorf("OptIn: %v, %v", names.OptIn(), Reading{}.Names.OptIn())
+	}
+}
