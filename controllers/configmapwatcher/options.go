@@ -113,16 +113,16 @@ func NewOptions() *Options {
 	return &Options{
 		// Reloader's annotations are honoured, so that replacing Reloader needs no manifest
 		// change.
-		ReloaderAnnotations: true,
-		ReloadDebounce:      DefaultReloadDebounce,
-		DigestKeySecret:     DefaultDigestKeySecret,
-		WebhookFormat:       WebhookFormatJSON,
+		ReloaderAnnotations:   true,
+		ReloadDebounce:        DefaultReloadDebounce,
+		DigestKeySecret:       DefaultDigestKeySecret,
+		WebhookFormat:         WebhookFormatJSON,
 		ReloaderNames:         podrefs.DefaultReloaderNames(),
 		PausePeriodAnnotation: v1alpha1.ReloaderPausePeriodAnnotation,
 		PausedAtAnnotation:    v1alpha1.ReloaderPausedAtAnnotation,
-		ReloadStrategy:      StrategyConfigHash,
-		LastReloadedFrom:    LastReloadedFromReloader,
-		reloader:            newReloaderFlags(),
+		ReloadStrategy:        StrategyConfigHash,
+		LastReloadedFrom:      LastReloadedFromReloader,
+		reloader:              newReloaderFlags(),
 	}
 }
 
