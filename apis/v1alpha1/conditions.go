@@ -159,8 +159,9 @@ const (
 	// ReasonConfigChanged: the data the workload uses changed, and it was rolled.
 	ReasonConfigChanged = "ConfigChanged"
 	// ReasonConfigMapMissing (Warning): a ConfigMap the workload uses does not exist. Its
-	// deletion rolls nothing (unless --reload-on-delete), its creation rolls the workload when
-	// its data differs from the record, and the other sources' changes still roll it.
+	// deletion rolls nothing (unless --reload-on-delete); its return rolls the workload when its
+	// data differs from the record, and its first creation only with --reload-on-create; the
+	// other sources' changes still roll it.
 	ReasonConfigMapMissing = "ConfigMapMissing"
 	// ReasonSecretMissing (Warning): ReasonConfigMapMissing for a Secret.
 	ReasonSecretMissing = "SecretMissing"

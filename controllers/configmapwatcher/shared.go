@@ -60,6 +60,18 @@ func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings)
 			s.changes[kind] = newChanges(kind, s.metadata, settings.Scope.Namespaces(namespaces), selector, log)
 		}
 		s.keys = &DigestKeys{Secret: settings.DigestKeySecret, Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()}
+		// The key is read (or made) as soon as this replica leads, not by the first reconcile:
+		// a workload created at once, and a change made just after, then find the baseline
+		// taken before the change, as Reloader's suite does right after installing.
+		if s.err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			if _, err := s.keys.get(ctx); err != nil && ctx.Err() == nil {
+				log.Error(err, "Reading the config digest key at start failed; the first reconcile tries again")
+			}
+			return nil
+		})); s.err != nil {
+			s.err = fmt.Errorf("adding the digest key's reader: %w", s.err)
+			return
+		}
 		s.limiter = newRolloutLimiter(settings.MaxRolloutsPerMinute, time.Now)
 		s.notifier = newNotifier(settings.Webhook, log)
 		s.jobs = &jobRecreator{}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/example/switchboard/controllers/configmapwatcher"
 )
 
 // A marked block is a generated part of a page written by hand: the lines between
@@ -21,6 +23,9 @@ type markedBlock struct {
 
 // markedBlocks are the generated blocks of hand-written pages.
 var markedBlocks = []markedBlock{
+	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-flags", reloaderFormsTable("flag", configmapwatcher.ReloaderFlags, "--")},
+	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-annotations", reloaderFormsTable("annotation", configmapwatcher.ReloaderAnnotationForms, "")},
+	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-environment", reloaderFormsTable("variable", configmapwatcher.ReloaderEnvironment, "")},
 	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-chart-values", writeReloaderChartValues},
 }
 
