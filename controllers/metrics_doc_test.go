@@ -98,13 +98,14 @@ func servedMetrics(t *testing.T, documented []string) []string {
 		t.Fatal(err)
 	}
 	ns := env.Namespace(t, "metrics-doc-")
+	// One of Reloader's environment variables the configmapwatcher does not read, to be
+	// reported (the process inherits the test's environment).
+	t.Setenv("ALERT_SINK", "slack")
 	metrics, probes, trigger := testenv.FreeAddress(t), testenv.FreeAddress(t), testenv.FreeAddress(t)
 	p := testenv.RunProcess(t, testenv.Command{Binary: testenv.BuildBinary(t, "."), MetricsAddress: metrics, ProbeAddress: probes, Args: []string{
 		"--kubeconfig=" + kubeconfig, "--metrics-bind-address=" + metrics, "--metrics-secure=false", "--health-probe-bind-address=" + probes,
 		"--leader-elect", "--leader-elect-scope=controller", "--leader-election-namespace=" + ns,
 		"--trigger-bind-address=" + trigger, "--trigger-token-file=" + token, "--usage-source=pod-annotations", "--usage-interval=1s",
-		// One of Reloader's flags the configmapwatcher does not support, to be reported.
-		"--enable-pprof",
 	}})
 	testenv.Eventually(t, 2*time.Minute, func() error { return p.Ready(ctx) })
 	// Work for every controller, so that the families created on first use are served.

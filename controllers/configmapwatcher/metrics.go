@@ -53,7 +53,7 @@ var (
 	// reloaderUnsupported is switchboard_configmapwatcher_reloader_unsupported{form,name,kind}.
 	reloaderUnsupported = collectors.Register(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "switchboard_configmapwatcher_reloader_unsupported",
-		Help: "Stakater Reloader's flags, environment variables and annotations seen at start that the configmapwatcher does not support, by form (flag, env, annotation), name and, for an annotation, workload kind: 1 for a flag or a variable, the number of workloads of the kind that carry it for an annotation.",
+		Help: "Stakater Reloader's environment variables and annotations seen at start that the configmapwatcher does not read, by form (env, annotation), name and, for an annotation, workload kind: 1 for a variable, the number of workloads of the kind that carry it for an annotation. (A Reloader flag it cannot honour stops the manager instead.)",
 	}, []string{"form", "name", "kind"}))
 
 	// reloaderReloads is Reloader's reloader_reload_executed_total{success}.

@@ -248,7 +248,8 @@ func (o *Options) reportReloaderFlags(log logr.Logger, lookupEnv func(string) (s
 func unsupportedAnnotations(annotations map[string]string, reading podrefs.Reading) []string {
 	var out []string
 	for key := range annotations {
-		if !isReloaderAnnotation(key) {
+		// last-reloaded-from is a mark a roll writes, never read.
+		if !isReloaderAnnotation(key) || key == v1alpha1.ReloaderLastReloadedFromAnnotation {
 			continue
 		}
 		i := slices.IndexFunc(ReloaderAnnotationForms, func(f ReloaderForm) bool { return f.Name == key })
