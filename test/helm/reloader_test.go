@@ -131,7 +131,7 @@ reloader:
   reloadStrategy: env-vars
   logFormat: json
   logLevel: debug
-  enableCSIIntegration: true
+  enableCSIIntegration: false
   enableHA: true
   deployment: {replicas: 2}
   webhookUrl: "https://hooks.example.com/reloader?x=1"
@@ -144,7 +144,7 @@ reloader:
 			"webhook-url": "https://hooks.example.com/reloader?x=1", "notify-url": "", "watch-namespaces": "", "leader-elect": true, "replicas": int32(2),
 		},
 		args: append([]string{"--reload-strategy=env-vars", "--reload-on-create=true", "--sync-after-restart=true", "--log-format=json",
-			"--log-level=debug", "--enable-csi-integration"}, customArgs...),
+			"--log-level=debug"}, customArgs...),
 	}, {
 		name:        "in some namespaces",
 		values:      "reloader: {watchGlobally: false, namespaces: 'team-b, team-a,team-a,', ignoreConfigMaps: true, isArgoRollouts: false, reloadStrategy: annotations}",
@@ -190,6 +190,9 @@ reloader:
 				if !slices.Contains(args, arg) {
 					t.Errorf("args %q lack %s", args, arg)
 				}
+			}
+			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--enable-csi-integration") }) {
+				t.Errorf("args %q: reloader.enableCSIIntegration=false, Reloader's default, renders --enable-csi-integration, which the manager refuses", args)
 			}
 		})
 	}
@@ -331,21 +334,22 @@ func TestReloaderHA(t *testing.T) {
 	}
 }
 
-// TestReloaderAccess: reloader.enableCSIIntegration lets the configmapwatcher read the CSI
-// driver's objects, cluster-wide or in the watched namespaces; reloader.rbac.labels label every
-// RBAC object; reloader.rbac.enabled=false renders none; reloader.serviceAccount.create=false
-// without a name runs as the namespace's default ServiceAccount.
+// TestReloaderAccess: the configmapwatcher's permissions are cluster-wide, or in the watched
+// namespaces; reloader.enableCSIIntegration at Reloader's default (false) installs and grants
+// nothing of the Secrets Store CSI driver's (true is refused: the configmapwatcher does not watch
+// its objects); reloader.rbac.labels label every RBAC object; reloader.rbac.enabled=false renders
+// none; reloader.serviceAccount.create=false without a name runs as the namespace's default
+// ServiceAccount.
 func TestReloaderAccess(t *testing.T) {
-	csi := rbacv1.PolicyRule{APIGroups: []string{"secrets-store.csi.x-k8s.io"}, Resources: []string{"secretproviderclasses", "secretproviderclasspodstatuses"}, Verbs: []string{"get", "list", "watch"}}
 	for _, tc := range []struct {
 		values string
 		want   []string
 	}{
-		{"reloader: {enableCSIIntegration: true, rbac: {labels: {audit: 'yes'}}}", []string{"ClusterRole /switchboard-configmapwatcher"}},
-		{"reloader: {enableCSIIntegration: true, watchGlobally: false, namespaces: [team-a], rbac: {labels: {audit: 'yes'}}}",
+		{"reloader: {enableCSIIntegration: false, rbac: {labels: {audit: 'yes'}}}", []string{"ClusterRole /switchboard-configmapwatcher"}},
+		{"reloader: {enableCSIIntegration: false, watchGlobally: false, namespaces: [team-a], rbac: {labels: {audit: 'yes'}}}",
 			[]string{"Role switchboard-system/switchboard-configmapwatcher", "Role team-a/switchboard-configmapwatcher"}},
 	} {
-		var readers []string
+		var watchers []string
 		for _, obj := range render(t, tc.values) {
 			if !strings.HasPrefix(obj.GetAPIVersion(), "rbac.authorization.k8s.io/") {
 				continue
@@ -359,14 +363,17 @@ func TestReloaderAccess(t *testing.T) {
 				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.(map[string]any), &rule); err != nil {
 					t.Fatal(err)
 				}
-				if cmp.Equal(rule, csi) {
-					readers = append(readers, key(obj))
+				if slices.Contains(rule.APIGroups, "secrets-store.csi.x-k8s.io") {
+					t.Errorf("values %q: %s grants %+v, yet the configmapwatcher does not watch the CSI driver's objects", tc.values, key(obj), rule)
+				}
+				if slices.Contains(rule.APIGroups, "") && slices.Contains(rule.Resources, "configmaps") && slices.Contains(rule.Verbs, "watch") {
+					watchers = append(watchers, key(obj))
 				}
 			}
 		}
-		sort.Strings(readers)
-		if diff := cmp.Diff(tc.want, readers); diff != "" {
-			t.Errorf("values %q: what reads SecretProviderClasses (-want +got):\n%s", tc.values, diff)
+		sort.Strings(watchers)
+		if diff := cmp.Diff(tc.want, watchers); diff != "" {
+			t.Errorf("values %q: what watches ConfigMaps (-want +got):\n%s", tc.values, diff)
 		}
 	}
 	objs := render(t, "reloader: {rbac: {enabled: false}, serviceAccount: {create: false}}")
@@ -481,6 +488,8 @@ func TestReloaderValuesRefused(t *testing.T) {
 		{"a NetworkPolicy without metrics", "reloader: {netpol: {enabled: true}}\nmetrics: {enabled: false}", "reloader.netpol.enabled needs metrics.enabled"},
 		{"Reloader's image at another tag", "image: {repository: ghcr.io/stakater/reloader, tag: v1.4.20}", `image.tag "v1.4.20" goes with Reloader's image`},
 		{"Reloader's image from a mirror", "image: {repository: mirror.example.com/stakater/reloader}", `image.repository "mirror.example.com/stakater/reloader" is Reloader's image`},
+		{"the CSI integration", "reloader: {enableCSIIntegration: true}", "reloader.enableCSIIntegration: not supported: the configmapwatcher does not watch the Secrets Store CSI driver's SecretProviderClassPodStatus objects"},
+		{"the CSI integration, the configmapwatcher off", "reloader: {enableCSIIntegration: true}\ncontrollers: {configmapwatcher: {enabled: false}}", "reloader.enableCSIIntegration: not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := install(t, tc.values)

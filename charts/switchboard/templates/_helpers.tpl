@@ -418,13 +418,12 @@ logging flags (.from.logArgs). They need the configmapwatcher on.
 {{- $args = append $args (printf "--reload-strategy=%s" $strategy) }}
 {{- $used = append $used "reloader.reloadStrategy" }}
 {{- end }}
-{{- range $key, $flag := dict "reloadOnCreate" "--reload-on-create=true" "syncAfterRestart" "--sync-after-restart=true" "enableCSIIntegration" "--enable-csi-integration" }}
+{{- range $key, $flag := dict "reloadOnCreate" "--reload-on-create=true" "syncAfterRestart" "--sync-after-restart=true" }}
 {{- if get $r $key }}
 {{- $args = append $args $flag }}
 {{- $used = append $used (printf "reloader.%s" $key) }}
 {{- end }}
 {{- end }}
-{{- $_ := set .from "csi" (ternary true false (empty $r.enableCSIIntegration | not)) }}
 {{- range $key := list "reloadOnDelete" "autoReloadAll" }}
 {{- if get $r $key }}
 {{- $_ := set $cmw $key true }}
@@ -737,6 +736,9 @@ NetworkPolicy guards the metrics port and restricts no egress: netpol.to is refu
 {{- $r := .reloader }}
 {{- if $r.enablePProf }}
 {{- fail "reloader.enablePProf: not supported: the manager serves no pprof (profiling costs resident memory); remove it" }}
+{{- end }}
+{{- if $r.enableCSIIntegration }}
+{{- fail "reloader.enableCSIIntegration: not supported: the configmapwatcher does not watch the Secrets Store CSI driver's SecretProviderClassPodStatus objects, and the manager refuses --enable-csi-integration at start; remove it" }}
 {{- end }}
 {{- if $r.isOpenshift }}
 {{- fail "reloader.isOpenshift: not supported: Reloader v1.4.21 no longer reloads DeploymentConfigs, nor does Switchboard; remove it" }}
