@@ -208,6 +208,8 @@ RELOADER_BASELINE ?=
 RELOADER_FOCUS ?=
 RELOADER_LABEL_FILTER ?=
 RELOADER_OUT ?= $(LOCALBIN)/reloadersuite
+# Flags appended to Switchboard's manager's, for looking into a run: RELOADER_MANAGER_ARGS='--zap-log-level=debug'.
+RELOADER_MANAGER_ARGS ?=
 
 .PHONY: test-reloader
 test-reloader: build $(LOCALCLUSTER_BINS) ## Run Reloader's own e2e suite (RELOADER_DIR=checkout) against the configmapwatcher, or RELOADER_SUBJECT=reloader against Reloader; per-spec results in RELOADER_OUT.
@@ -215,6 +217,7 @@ test-reloader: build $(LOCALCLUSTER_BINS) ## Run Reloader's own e2e suite (RELOA
 	cd test/reloadersuite && go build -o $(LOCALBIN)/reloadersuite .
 	$(LOCALBIN)/reloadersuite run --reloader-dir=$(RELOADER_DIR) --subject=$(RELOADER_SUBJECT) --suites=$(RELOADER_SUITES) \
 		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' \
+		$(foreach a,$(RELOADER_MANAGER_ARGS),--manager-args=$(a)) \
 		--out=$(RELOADER_OUT) --manager=$(MANAGER) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
 		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER)
 

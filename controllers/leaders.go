@@ -92,13 +92,14 @@ type electedWiring struct {
 	replica    *leases.Replica
 	groups     []group
 	groupOf    map[string]string
+	starts     *watchStarts
 }
 
 // wireElected sets the selected controllers up to run per group, each group only while this
 // replica holds its Lease: the caches they watch are started now on every replica (warm
 // standbys), the HTTP trigger runs on every replica, and each group's election is a runnable
 // of the manager, which itself runs unelected.
-func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options, registry *sources.Registry, namespaces []string) (*electedWiring, error) {
+func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options, registry *sources.Registry, namespaces []string, starts *watchStarts) (*electedWiring, error) {
 	id, namespace, err := o.electionIdentity()
 	if err != nil {
 		return nil, err
@@ -127,6 +128,7 @@ func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Option
 		triggers: map[string][]<-chan event.GenericEvent{},
 		groups:   groupsOf(sel.Controllers, Controller.leaseGroup),
 		groupOf:  map[string]string{},
+		starts:   starts,
 	}
 	for _, c := range sel.Controllers {
 		w.groupOf[c.Name] = c.leaseGroup()
@@ -192,7 +194,7 @@ func (w *electedWiring) term(shutdown context.Context, g group) leases.Term {
 		lists := map[string]func() client.ObjectList{}
 		for _, c := range g.controllers {
 			workers := max(1, w.sel.Concurrency[c.Name])
-			if err := build(tm, c, workers, w.namespaces, w.triggers[c.Name], w.opts); err != nil {
+			if err := build(tm, c, workers, w.namespaces, w.triggers[c.Name], w.opts, w.starts); err != nil {
 				return fmt.Errorf("setting up controller %s: %w", c.Name, err)
 			}
 			if w.opts.sourceOn(c, sources.Periodic) {

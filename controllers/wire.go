@@ -55,12 +55,13 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 		return err
 	}
 	namespaces := slices.Sorted(maps.Keys(namespaceSet))
+	starts := &watchStarts{}
 	if o.perControllerLeases() {
-		w, err := wireElected(ctx, mgr, sel, o, registry, namespaces)
+		w, err := wireElected(ctx, mgr, sel, o, registry, namespaces, starts)
 		if err != nil {
 			return err
 		}
-		return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, func(c Controller) string {
+		return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, starts, func(c Controller) string {
 			if w.leading(c.Name) {
 				return RoleLeading
 			}
@@ -69,7 +70,7 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	}
 	for _, c := range sel.Controllers {
 		workers := max(1, sel.Concurrency[c.Name])
-		if err := build(mgr, c, workers, namespaces, subscribe(registry, c, o), o); err != nil {
+		if err := build(mgr, c, workers, namespaces, subscribe(registry, c, o), o, starts); err != nil {
 			return fmt.Errorf("setting up controller %s: %w", c.Name, err)
 		}
 	}
@@ -80,7 +81,7 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	if err != nil {
 		return err
 	}
-	return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, func(Controller) string { return role() }), idleChecks(sel.Idle)...))
+	return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, starts, func(Controller) string { return role() }), idleChecks(sel.Idle)...))
 }
 
 // managerRole returns what this replica does with every controller when one election (or none)
@@ -118,12 +119,14 @@ func managerRole(mgr ctrl.Manager, controllers []Controller, o *Options) (func()
 }
 
 // build builds controller c from its row and adds it to mgr: its primary kind, its watches, one
-// channel source per trigger, and its reconciler wrapped in the reconcile log.
-func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, triggers []<-chan event.GenericEvent, o *Options) error {
+// channel source per trigger, and its reconciler wrapped in the reconcile log. starts follows
+// its uncached watches.
+func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, triggers []<-chan event.GenericEvent, o *Options, starts *watchStarts) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(c.Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(c.For, builder.WithPredicates(c.ForPredicates...))
+	var uncached []source.Source
 	for _, w := range c.Watches {
 		if err := w.validate(); err != nil {
 			return err
@@ -139,9 +142,12 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 				return fmt.Errorf("watch of %s: %w", kindOf(w.Object), err)
 			}
 			if src != nil { // nil: the flags switch the watch off
-				b = b.WatchesRawSource(src)
+				uncached = append(uncached, src)
 			}
 		}
+	}
+	for _, src := range starts.track(c.Name, uncached) {
+		b = b.WatchesRawSource(src)
 	}
 	for _, trigger := range triggers {
 		b = b.WatchesRawSource(source.Channel(trigger, &handler.EnqueueRequestForObject{}))
@@ -154,14 +160,24 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 }
 
 // readyChecks returns one readiness check per controller, with what role says this replica does
-// with it.
-func readyChecks(mgr ctrl.Manager, controllers []Controller, role func(Controller) string) []readyCheck {
+// with it: its caches synced and, where this replica runs it, its uncached watches started
+// (starts), so that a replica is ready for a controller once its workers can run.
+func readyChecks(mgr ctrl.Manager, controllers []Controller, starts *watchStarts, role func(Controller) string) []readyCheck {
 	checks := make([]readyCheck, 0, len(controllers))
 	for _, c := range controllers {
+		synced := cachesSynced(mgr.GetCache(), c.watchedObjects())
 		checks = append(checks, readyCheck{
-			name:  c.Name,
-			check: cachesSynced(mgr.GetCache(), c.watchedObjects()),
-			role:  func() string { return role(c) },
+			name: c.Name,
+			check: func(req *http.Request) error {
+				if err := synced(req); err != nil {
+					return err
+				}
+				if r := role(c); r == RoleLeading || r == RoleRunning {
+					return starts.started(c.Name)
+				}
+				return nil
+			},
+			role: func() string { return role(c) },
 		})
 	}
 	return checks

@@ -244,12 +244,50 @@ func (d *debouncer) add(req reconcile.Request) {
 	d.pending[req] = p
 }
 
+// has says whether req waits out its quiet period.
+func (d *debouncer) has(req reconcile.Request) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.pending[req]
+	return ok
+}
+
+// debouncers are the controllers' debouncers: one per controller, shared by its watches of
+// ConfigMaps and of Secrets (which feed one queue), and asked by its reconciler.
+type debouncers struct {
+	mu           sync.Mutex
+	byController map[string]*debouncer
+}
+
+// get returns the debouncer of the controller name, made on first use.
+func (d *debouncers) get(name string, queue workqueue.TypedRateLimitingInterface[reconcile.Request], quiet time.Duration) *debouncer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.byController == nil {
+		d.byController = map[string]*debouncer{}
+	}
+	if d.byController[name] == nil {
+		d.byController[name] = newDebouncer(queue, quiet)
+	}
+	return d.byController[name]
+}
+
+// waiting says whether req of the controller name waits out a quiet period: a source of it
+// changed moments ago, and the debouncer queues it once its sources are quiet.
+func (d *debouncers) waiting(name string, req reconcile.Request) bool {
+	d.mu.Lock()
+	deb := d.byController[name]
+	d.mu.Unlock()
+	return deb != nil && deb.has(req)
+}
+
 // changesSource is one controller's source of changes: it registers the controller's queue
 // and map function with the shared watch when the controller starts.
 type changesSource struct {
-	changes  *changes
-	consumer consumer
-	synced   <-chan struct{}
+	changes    *changes
+	consumer   consumer
+	debouncers *debouncers
+	synced     <-chan struct{}
 }
 
 // String names the source in controller-runtime's logs.
@@ -262,7 +300,7 @@ func (s *changesSource) Start(ctx context.Context, queue workqueue.TypedRateLimi
 	cons := s.consumer
 	cons.queue = queue
 	if cons.delay > 0 {
-		cons.debounce = newDebouncer(queue, cons.delay)
+		cons.debounce = s.debouncers.get(cons.name, queue, cons.delay)
 	}
 	s.synced = s.changes.register(ctx, &cons)
 	return nil

@@ -151,7 +151,7 @@ func testChanges(api *fakeAPI) *changes {
 
 func start(t *testing.T, ctx context.Context, c *changes, cons consumer, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) *changesSource {
 	t.Helper()
-	src := &changesSource{changes: c, consumer: cons}
+	src := &changesSource{changes: c, consumer: cons, debouncers: &debouncers{}}
 	if err := src.Start(ctx, queue); err != nil {
 		t.Fatal(err)
 	}
@@ -277,6 +277,28 @@ func TestDebouncerWaitsAtMostTenDelays(t *testing.T) {
 	}
 	if waited := time.Since(began); waited > maxDebounce*delay+200*time.Millisecond {
 		t.Errorf("the request came after %s, want about %s", waited, maxDebounce*delay)
+	}
+}
+
+// TestDebouncersWaiting: a controller's request waits while its quiet period lasts, whichever
+// of the controller's watches (one debouncer each controller) started it, and no longer once
+// it is queued; another controller's request does not.
+func TestDebouncersWaiting(t *testing.T) {
+	queue := newQueue(t)
+	var ds debouncers
+	const delay = 50 * time.Millisecond
+	if ds.get("c", queue, delay) != ds.get("c", queue, delay) {
+		t.Fatal("two debouncers for one controller")
+	}
+	ds.get("c", queue, delay).add(request("web"))
+	if !ds.waiting("c", request("web")) || ds.waiting("c", request("other")) || ds.waiting("d", request("web")) {
+		t.Error("waiting does not follow the pending request")
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, time.Second, true, func(context.Context) (bool, error) {
+		return queue.Len() == 1 && !ds.waiting("c", request("web")), nil
+	})
+	if err != nil {
+		t.Errorf("after the quiet period: queued %d, still waiting %v", queue.Len(), ds.waiting("c", request("web")))
 	}
 }
 

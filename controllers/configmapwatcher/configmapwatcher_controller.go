@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/internal/podrefs"
@@ -81,6 +82,9 @@ type Reconciler[T client.Object] struct {
 	// started is when the watches of sources started: a source created since was created while
 	// the manager watched (--reload-on-create).
 	started time.Time
+	// debounced says whether a request waits out the quiet period of a source's change; nil for
+	// no debounce.
+	debounced func(reconcile.Request) bool
 
 	// warned remembers the warnings said about each workload, so that a lasting problem is said
 	// once, not again at every reconcile: a periodic resync, an event of the workload that
@@ -101,6 +105,12 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		if result, pending, err := r.finishRecreate(ctx, req); pending || err != nil {
 			return result, err
 		}
+	}
+	if r.debounced != nil && r.debounced(req) {
+		// A source changed moments ago, and maybe more change with it (a helm upgrade): the
+		// debouncer queues the workload once they are quiet, so that the burst rolls it once,
+		// whatever else (its own status, a resync) brought it here meanwhile.
+		return ctrl.Result{}, nil
 	}
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {

@@ -137,7 +137,6 @@ type rollInput struct {
 	viaReloader bool
 	namespace   string
 	spec        *corev1.PodSpec
-	selection   podrefs.Selection
 	refs        map[podrefs.Source]podrefs.Use
 	d           decision
 	key         *digestKey

@@ -192,7 +192,11 @@ func (f *reloaderFlags) addFlags(fs *flag.FlagSet) {
 		}
 		v := &reloaderValue{form: form}
 		f.values[form.Name] = v
-		fs.Var(v, form.Name, fmt.Sprintf("Stakater Reloader's flag, accepted so that Reloader's arguments run here; %s: %s.", form.Support, form.Note))
+		usage := fmt.Sprintf("Stakater Reloader's flag, accepted and equivalent here: %s.", form.Note)
+		if form.Support == Unsupported {
+			usage = fmt.Sprintf("Stakater Reloader's flag, refused at start unless given Reloader's default (%q): %s.", form.NoGap, form.Note)
+		}
+		fs.Var(v, form.Name, usage)
 	}
 }
 

@@ -35,6 +35,8 @@ type Shared struct {
 	jobs     *jobRecreator
 	// started is when the watches were made.
 	started time.Time
+	// debouncers hold each controller's requests while their sources' quiet period lasts.
+	debouncers debouncers
 }
 
 // setup creates the metadata client, the watches over the manager's namespaces (none for every
@@ -112,7 +114,7 @@ func Changes[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []string, 
 		return nil, nil
 	}
 	reader := mgr.GetClient()
-	return &changesSource{changes: s.changes[kind], consumer: consumer{
+	return &changesSource{changes: s.changes[kind], debouncers: &s.debouncers, consumer: consumer{
 		name: k.ControllerName,
 		workloadsFor: func(ctx context.Context, namespace string, src podrefs.Source) []reconcile.Request {
 			if !settings.Scope.Namespace(namespace) {
@@ -156,7 +158,8 @@ func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []st
 	}
 	return &Reconciler[T]{Kind: k, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Lister: s,
 		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, Settings: settings,
-		limiter: s.limiter, notifier: s.notifier, jobs: s.jobs, now: time.Now, started: s.started}, nil
+		limiter: s.limiter, notifier: s.notifier, jobs: s.jobs, now: time.Now, started: s.started,
+		debounced: func(req reconcile.Request) bool { return s.debouncers.waiting(k.ControllerName, req) }}, nil
 }
 
 // workloadsFor maps a source to the workloads of kind k in namespace that may roll on it,

@@ -1,4 +1,4 @@
-// Package cluster starts a local Kubernetes cluster without Docker: etcd and kube-apiserver
+// Package localcluster starts a local Kubernetes cluster without Docker: etcd and kube-apiserver
 // (through envtest), kube-controller-manager, kube-scheduler, kwok playing the kubelet of fake
 // Nodes, and metrics-server, so that Deployments get ReplicaSets and Pods, Pods get scheduled and
 // become Ready, owned objects are garbage-collected, and Pods have CPU and memory usage in

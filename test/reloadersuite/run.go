@@ -33,6 +33,7 @@ type runConfig struct {
 	labelFilter     string
 	focus           string
 	crds            string
+	managerArgs     []string
 	baseline        string
 	cluster         localcluster.Config
 }
@@ -55,6 +56,10 @@ func parseRunFlags(args []string) (runConfig, error) {
 	fs.StringVar(&cfg.labelFilter, "label-filter", "", "Ginkgo's --label-filter for every suite")
 	fs.StringVar(&cfg.focus, "focus", "", "Ginkgo's --focus for every suite")
 	fs.StringVar(&cfg.crds, "crds", "", "a directory of CustomResourceDefinitions to install first (for example Argo Rollouts' Rollout)")
+	fs.Func("manager-args", "a flag appended to the arguments the chart gives Switchboard's manager, for looking into a run (for example --zap-log-level=debug or --zap-time-encoding=rfc3339nano); may be given several times", func(s string) error {
+		cfg.managerArgs = append(cfg.managerArgs, s)
+		return nil
+	})
 	fs.StringVar(&cfg.baseline, "baseline", "", "results.json of a baseline run: list the specs it passed that this run did not")
 	fs.StringVar(&cfg.cluster.K8sBinDir, "k8s-bin-dir", filepath.Join("bin", "k8s"), "etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
 	fs.StringVar(&cfg.cluster.Kwok, "kwok", filepath.Join("bin", "kwok"), "kwok binary")
@@ -170,7 +175,7 @@ func run(args []string) error {
 			fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
 		}
 	}()
-	sup := &supervisor{binary: binary, subject: cfg.subject, logDir: filepath.Join(stateDir, "logs")}
+	sup := &supervisor{binary: binary, subject: cfg.subject, logDir: filepath.Join(stateDir, "logs"), extraArgs: cfg.managerArgs}
 	stopSupervisor, err := sup.serve(ctx, filepath.Join(stateDir, socketName))
 	if err != nil {
 		return err

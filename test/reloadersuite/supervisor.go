@@ -45,6 +45,8 @@ type supervisor struct {
 	binary  string
 	subject string
 	logDir  string
+	// extraArgs are appended to Switchboard's manager's arguments (--manager-args).
+	extraArgs []string
 
 	mu       sync.Mutex
 	releases map[releaseRequest]*running
@@ -175,7 +177,7 @@ func (s *supervisor) adapt(args []string, namespace string) ([]string, string, e
 	if !slices.ContainsFunc(out, func(a string) bool { return strings.HasPrefix(a, "--leader-election-namespace") }) {
 		out = append(out, "--leader-election-namespace="+namespace)
 	}
-	return out, ready, nil
+	return append(out, s.extraArgs...), ready, nil
 }
 
 func freePort() (int, error) {
