@@ -93,6 +93,8 @@ type electedWiring struct {
 	groups     []group
 	groupOf    map[string]string
 	starts     *watchStarts
+	// namespace holds the Leases.
+	namespace string
 }
 
 // wireElected sets the selected controllers up to run per group, each group only while this
@@ -125,10 +127,11 @@ func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Option
 	}
 	w := &electedWiring{
 		mgr: mgr, opts: o, sel: sel, namespaces: namespaces, registry: registry, replica: replica,
-		triggers: map[string][]<-chan event.GenericEvent{},
-		groups:   groupsOf(sel.Controllers, Controller.leaseGroup),
-		groupOf:  map[string]string{},
-		starts:   starts,
+		triggers:  map[string][]<-chan event.GenericEvent{},
+		groups:    groupsOf(sel.Controllers, Controller.leaseGroup),
+		groupOf:   map[string]string{},
+		starts:    starts,
+		namespace: namespace,
 	}
 	for _, c := range sel.Controllers {
 		w.groupOf[c.Name] = c.leaseGroup()

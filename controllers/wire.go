@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/example/switchboard/controllers/internal/leases"
 	"github.com/example/switchboard/controllers/internal/reconcilelog"
 	"github.com/example/switchboard/indexers"
 	"github.com/example/switchboard/sources"
@@ -61,7 +64,13 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 		if err != nil {
 			return err
 		}
-		return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, starts, func(c Controller) string {
+		standby := standbyReadiness{reader: mgr.GetAPIReader(), now: time.Now, leases: func(c Controller) []types.NamespacedName {
+			return []types.NamespacedName{
+				{Namespace: w.namespace, Name: leases.LeaseName(o.groupLeasePrefix(), c.leaseGroup())},
+				{Namespace: w.namespace, Name: o.managerLeaseName()},
+			}
+		}}
+		return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, starts, standby, func(c Controller) string {
 			if w.leading(c.Name) {
 				return RoleLeading
 			}
@@ -81,7 +90,16 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	if err != nil {
 		return err
 	}
-	return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, starts, func(Controller) string { return role() }), idleChecks(sel.Idle)...))
+	standby := standbyReadiness{reader: mgr.GetAPIReader(), now: time.Now}
+	if o.LeaderElect {
+		namespace, err := leaderElectionNamespace(o.LeaderElectionNamespace)
+		if err != nil {
+			return err
+		}
+		lease := types.NamespacedName{Namespace: namespace, Name: o.managerLeaseName()}
+		standby.leases = func(Controller) []types.NamespacedName { return []types.NamespacedName{lease} }
+	}
+	return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, starts, standby, func(Controller) string { return role() }), idleChecks(sel.Idle)...))
 }
 
 // managerRole returns what this replica does with every controller when one election (or none)
@@ -161,8 +179,9 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 
 // readyChecks returns one readiness check per controller, with what role says this replica does
 // with it: its caches synced and, where this replica runs it, its uncached watches started
-// (starts), so that a replica is ready for a controller once its workers can run.
-func readyChecks(mgr ctrl.Manager, controllers []Controller, starts *watchStarts, role func(Controller) string) []readyCheck {
+// (starts), so that a replica is ready for a controller once its workers can run; where it does
+// not, once another replica holds the controller's Lease (standby).
+func readyChecks(mgr ctrl.Manager, controllers []Controller, starts *watchStarts, standby standbyReadiness, role func(Controller) string) []readyCheck {
 	checks := make([]readyCheck, 0, len(controllers))
 	for _, c := range controllers {
 		synced := cachesSynced(mgr.GetCache(), c.watchedObjects())
@@ -175,7 +194,7 @@ func readyChecks(mgr ctrl.Manager, controllers []Controller, starts *watchStarts
 				if r := role(c); r == RoleLeading || r == RoleRunning {
 					return starts.started(c.Name)
 				}
-				return nil
+				return standby.check(req.Context(), c)
 			},
 			role: func() string { return role(c) },
 		})

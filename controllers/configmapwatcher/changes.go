@@ -66,13 +66,21 @@ type consumer struct {
 	name  string
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 	// workloadsFor maps a source of a namespace to the workloads that may roll on it.
-	workloadsFor func(ctx context.Context, namespace string, src podrefs.Source) []reconcile.Request
+	workloadsFor func(ctx context.Context, namespace string, src podrefs.Source) []mappedWorkload
 	// optedIn lists every opted-in workload of a namespace ("" for all), for a resync.
 	optedIn func(ctx context.Context, namespace string) ([]reconcile.Request, error)
 	// delay is the debounce delay of the requests it queues.
 	delay time.Duration
 	// debounce holds the requests waiting out the delay.
 	debounce *debouncer
+	// unrecorded notes the changes of sources of workloads that have no record yet.
+	unrecorded *unrecordedChanges
+}
+
+// mappedWorkload is a workload a source maps to, and whether it has a record.
+type mappedWorkload struct {
+	reconcile.Request
+	recorded bool
 }
 
 // newChanges returns the shared watch of kind's objects over namespaces (nil for all; empty
@@ -154,8 +162,8 @@ func (c *changes) run(ctx context.Context, namespace string, started *sync.WaitG
 	w := &metawatch.Watch{Client: c.client, Resource: c.resource, Namespace: namespace, Retry: c.retry,
 		LabelSelector: c.selector.LabelSelector, FieldSelector: c.selector.FieldSelector,
 		Log: c.log.WithValues("namespace", namespace),
-		OnEvent: func(ctx context.Context, _ watch.EventType, obj *metav1.PartialObjectMetadata) {
-			c.dispatch(ctx, podrefs.Source{Kind: c.kind, Name: obj.Name}, obj.Namespace)
+		OnEvent: func(ctx context.Context, eventType watch.EventType, obj *metav1.PartialObjectMetadata) {
+			c.dispatch(ctx, podrefs.Source{Kind: c.kind, Name: obj.Name}, obj.Namespace, eventType == watch.Modified)
 		},
 		OnLost: func(ctx context.Context) error { return c.resync(ctx, namespace) }}
 	w.Run(ctx, started.Done)
@@ -179,17 +187,59 @@ func (c *changes) resync(ctx context.Context, namespace string) error {
 }
 
 // dispatch queues, in every consumer, the workloads that may roll on src, once they have seen no
-// change for the consumer's debounce delay (see debouncer).
-func (c *changes) dispatch(ctx context.Context, src podrefs.Source, namespace string) {
+// change for the consumer's debounce delay (see debouncer). When src was modified, a workload
+// without a record yet gets the change noted (see unrecordedChanges).
+func (c *changes) dispatch(ctx context.Context, src podrefs.Source, namespace string, modified bool) {
 	for _, cons := range c.snapshot() {
-		for _, req := range cons.workloadsFor(ctx, namespace, src) {
+		for _, w := range cons.workloadsFor(ctx, namespace, src) {
+			if modified && !w.recorded && cons.unrecorded != nil {
+				cons.unrecorded.note(cons.name, w.Request, src.Key())
+			}
 			if cons.debounce != nil {
-				cons.debounce.add(req)
+				cons.debounce.add(w.Request)
 			} else {
-				cons.queue.Add(req)
+				cons.queue.Add(w.Request)
 			}
 		}
 	}
+}
+
+// unrecordedChanges holds, per controller and workload, the sources modified after the workload
+// was in the cache but before it had a record: its first reconcile, which records the data of
+// the moment as its baseline, came after the change (a worker busy, the manager just elected),
+// yet the workload ran with the data before. Reloader rolls such a workload on the change, and
+// so does the first reconcile that finds one noted; every reconcile takes the workload's notes.
+//
+// The watch carries metadata only, so a change of a source's labels or annotations alone in
+// that window (usually milliseconds) counts as a change of its data.
+type unrecordedChanges struct {
+	mu           sync.Mutex
+	byController map[string]map[reconcile.Request]map[string]bool
+}
+
+// note records that the source key of req's workload, of the controller name, was modified.
+func (u *unrecordedChanges) note(name string, req reconcile.Request, key string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byController == nil {
+		u.byController = map[string]map[reconcile.Request]map[string]bool{}
+	}
+	if u.byController[name] == nil {
+		u.byController[name] = map[reconcile.Request]map[string]bool{}
+	}
+	if u.byController[name][req] == nil {
+		u.byController[name][req] = map[string]bool{}
+	}
+	u.byController[name][req][key] = true
+}
+
+// take returns the sources noted for req of the controller name, and forgets them.
+func (u *unrecordedChanges) take(name string, req reconcile.Request) map[string]bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	noted := u.byController[name][req]
+	delete(u.byController[name], req)
+	return noted
 }
 
 // maxDebounce is how many debounce delays a request waits at most, however often its sources

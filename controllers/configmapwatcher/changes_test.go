@@ -123,11 +123,11 @@ func compareStrings(a, b string) int {
 func testConsumer(prefix string, resyncs *atomic.Int32, delay time.Duration) consumer {
 	return consumer{
 		name: prefix,
-		workloadsFor: func(_ context.Context, namespace string, src podrefs.Source) []reconcile.Request {
+		workloadsFor: func(_ context.Context, namespace string, src podrefs.Source) []mappedWorkload {
 			if namespace != "ns" || src.Kind != podrefs.Secret {
 				return nil
 			}
-			return []reconcile.Request{request(prefix + src.Name)}
+			return []mappedWorkload{{Request: request(prefix + src.Name)}}
 		},
 		optedIn: func(context.Context, string) ([]reconcile.Request, error) {
 			resyncs.Add(1)
@@ -230,8 +230,8 @@ func TestChangesDebounce(t *testing.T) {
 	const delay = 300 * time.Millisecond
 	src := start(t, ctx, c, consumer{
 		name: "all-to-one",
-		workloadsFor: func(context.Context, string, podrefs.Source) []reconcile.Request {
-			return []reconcile.Request{request("web")}
+		workloadsFor: func(context.Context, string, podrefs.Source) []mappedWorkload {
+			return []mappedWorkload{{Request: request("web")}}
 		},
 		optedIn: testConsumer("", &resyncs, 0).optedIn,
 		delay:   delay,
@@ -280,6 +280,33 @@ func TestDebouncerWaitsAtMostTenDelays(t *testing.T) {
 	}
 }
 
+// TestDispatchNotesUnrecordedChanges: a modified source is noted for the workloads that map to
+// it and have no record yet, once per reconcile that takes it; an added or deleted source, or
+// a workload with a record, notes nothing.
+func TestDispatchNotesUnrecordedChanges(t *testing.T) {
+	queue := newQueue(t)
+	var unrecorded unrecordedChanges
+	cons := &consumer{name: "c", queue: queue, unrecorded: &unrecorded,
+		workloadsFor: func(_ context.Context, _ string, src podrefs.Source) []mappedWorkload {
+			return []mappedWorkload{{Request: request("new")}, {Request: request("old"), recorded: true}}
+		}}
+	c := &changes{consumers: map[*consumer]bool{cons: true}}
+	c.dispatch(context.Background(), podrefs.Source{Kind: podrefs.ConfigMap, Name: "created"}, "ns", false)
+	c.dispatch(context.Background(), podrefs.Source{Kind: podrefs.ConfigMap, Name: "app"}, "ns", true)
+	c.dispatch(context.Background(), podrefs.Source{Kind: podrefs.Secret, Name: "db"}, "ns", true)
+	if diff := cmp.Diff(map[string]bool{"ConfigMap/app": true, "Secret/db": true}, unrecorded.take("c", request("new"))); diff != "" {
+		t.Errorf("noted for the workload without a record (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct{ name, workload string }{{"taken twice", "new"}, {"recorded", "old"}} {
+		if got := unrecorded.take("c", request(tc.workload)); got != nil {
+			t.Errorf("%s: noted %v, want nothing", tc.name, got)
+		}
+	}
+	if n := queue.Len(); n != 2 {
+		t.Errorf("%d requests queued, want the two workloads", n)
+	}
+}
+
 // TestDebouncersWaiting: a controller's request waits while its quiet period lasts, whichever
 // of the controller's watches (one debouncer each controller) started it, and no longer once
 // it is queued; another controller's request does not.
@@ -287,10 +314,11 @@ func TestDebouncersWaiting(t *testing.T) {
 	queue := newQueue(t)
 	var ds debouncers
 	const delay = 50 * time.Millisecond
-	if ds.get("c", queue, delay) != ds.get("c", queue, delay) {
+	first := ds.get("c", queue, delay)
+	if second := ds.get("c", queue, delay); first != second {
 		t.Fatal("two debouncers for one controller")
 	}
-	ds.get("c", queue, delay).add(request("web"))
+	first.add(request("web"))
 	if !ds.waiting("c", request("web")) || ds.waiting("c", request("other")) || ds.waiting("d", request("web")) {
 		t.Error("waiting does not follow the pending request")
 	}

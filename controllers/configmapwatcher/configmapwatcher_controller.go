@@ -85,6 +85,9 @@ type Reconciler[T client.Object] struct {
 	// debounced says whether a request waits out the quiet period of a source's change; nil for
 	// no debounce.
 	debounced func(reconcile.Request) bool
+	// unrecorded takes the sources of a workload modified while it had no record (see
+	// unrecordedChanges); nil for none.
+	unrecorded func(reconcile.Request) map[string]bool
 
 	// warned remembers the warnings said about each workload, so that a lasting problem is said
 	// once, not again at every reconcile: a periodic resync, an event of the workload that
@@ -111,6 +114,11 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		// debouncer queues the workload once they are quiet, so that the burst rolls it once,
 		// whatever else (its own status, a resync) brought it here meanwhile.
 		return ctrl.Result{}, nil
+	}
+	var unrecorded map[string]bool
+	if r.unrecorded != nil {
+		// Taken before the sources are read: a change noted later brings another reconcile.
+		unrecorded = r.unrecorded(req)
 	}
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -163,7 +171,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	d := decide(recorded, observed, legacy, policy{reloadOnDelete: r.Settings.ReloadOnDelete, reloadOnCreate: r.Settings.ReloadOnCreate,
-		createdWhileWatching: func(key string) bool { return seen.created[key].After(r.started) }})
+		createdWhileWatching: func(key string) bool { return seen.created[key].After(r.started) }, modifiedUnrecorded: unrecorded})
 	// Not an error: retrying cannot help. The source's creation brings the workload back.
 	r.warnMissing(ctx, obj, seen.missing, d)
 	if !d.write {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/indexers"
 	"github.com/example/switchboard/internal/podrefs"
 )
@@ -37,6 +38,8 @@ type Shared struct {
 	started time.Time
 	// debouncers hold each controller's requests while their sources' quiet period lasts.
 	debouncers debouncers
+	// unrecorded holds the changes of sources of workloads without a record yet.
+	unrecorded unrecordedChanges
 }
 
 // setup creates the metadata client, the watches over the manager's namespaces (none for every
@@ -116,7 +119,7 @@ func Changes[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []string, 
 	reader := mgr.GetClient()
 	return &changesSource{changes: s.changes[kind], debouncers: &s.debouncers, consumer: consumer{
 		name: k.ControllerName,
-		workloadsFor: func(ctx context.Context, namespace string, src podrefs.Source) []reconcile.Request {
+		workloadsFor: func(ctx context.Context, namespace string, src podrefs.Source) []mappedWorkload {
 			if !settings.Scope.Namespace(namespace) {
 				return nil
 			}
@@ -125,7 +128,8 @@ func Changes[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []string, 
 		optedIn: func(ctx context.Context, namespace string) ([]reconcile.Request, error) {
 			return optedIn(ctx, reader, k, namespace, settings.Reading)
 		},
-		delay: settings.Debounce,
+		delay:      settings.Debounce,
+		unrecorded: &s.unrecorded,
 	}}, nil
 }
 
@@ -159,16 +163,17 @@ func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []st
 	return &Reconciler[T]{Kind: k, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Lister: s,
 		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, Settings: settings,
 		limiter: s.limiter, notifier: s.notifier, jobs: s.jobs, now: time.Now, started: s.started,
-		debounced: func(req reconcile.Request) bool { return s.debouncers.waiting(k.ControllerName, req) }}, nil
+		debounced:  func(req reconcile.Request) bool { return s.debouncers.waiting(k.ControllerName, req) },
+		unrecorded: func(req reconcile.Request) map[string]bool { return s.unrecorded.take(k.ControllerName, req) }}, nil
 }
 
 // workloadsFor maps a source to the workloads of kind k in namespace that may roll on it,
 // through the shared index on reader, the manager's cache: those filed under the source, and
 // those filed under the kind's wildcard whose patterns match its name.
-func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, src podrefs.Source, reading podrefs.Reading) []reconcile.Request {
+func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k Kind[T], namespace string, src podrefs.Source, reading podrefs.Reading) []mappedWorkload {
 	// As the index reads them: Reloader's annotations whatever --reloader-annotations says.
 	reading.Reloader = true
-	var requests []reconcile.Request
+	var workloads []mappedWorkload
 	for _, value := range []string{src.Key(), podrefs.Wildcard(src.Kind)} {
 		list := k.NewList()
 		if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{indexers.WorkloadSourcesField: value}); err != nil {
@@ -184,11 +189,12 @@ func workloadsFor[T client.Object](ctx context.Context, reader client.Reader, k 
 					return nil
 				}
 			}
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			_, recorded := obj.GetAnnotations()[v1alpha1.ConfigStateAnnotation]
+			workloads = append(workloads, mappedWorkload{Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}, recorded: recorded})
 			return nil
 		})
 	}
-	return requests
+	return workloads
 }
 
 // optedIn lists, from reader (the manager's cache), the requests of every workload of kind k

@@ -232,11 +232,15 @@ type policy struct {
 	// createdWhileWatching says whether a source (by its record's key) was created after the
 	// manager started: its creation is the event Reloader's --reload-on-create rolls on.
 	createdWhileWatching func(key string) bool
+	// modifiedUnrecorded names the sources (by their record's keys) modified while the workload
+	// was watched and had no record yet: its first record rolls it on them.
+	modifiedUnrecorded map[string]bool
 }
 
 // decide compares what the workload's record says (nil: none) with what a reconcile observed:
 //   - no record: a baseline, no roll, unless an older release's config hash says the data
-//     changed since it was written (then one roll);
+//     changed since it was written, or a source was modified while the workload waited for its
+//     first record (then one roll);
 //   - a record made with another digest key: a new baseline, no roll;
 //   - a source whose keys' digests changed: a roll;
 //   - a source that was missing and exists now: with reloadOnCreate a roll, otherwise it is
@@ -253,7 +257,14 @@ func decide(recorded, observed *state, legacy legacyHash, p policy) decision {
 	case recorded == nil && legacy == legacyHashStale:
 		return decision{write: true, record: observed, roll: true, upgrade: true}
 	case recorded == nil:
-		return decision{write: true, record: observed}
+		d := decision{write: true, record: observed}
+		for _, key := range slices.Sorted(maps.Keys(p.modifiedUnrecorded)) {
+			if observed.Sources[key] != nil {
+				d.changes = append(d.changes, sourceChange{Source: key, Change: changeChanged})
+			}
+		}
+		d.roll = len(d.changes) > 0
+		return d
 	case recorded.KeyID != observed.KeyID:
 		return decision{write: true, record: observed, keyChanged: true}
 	}

@@ -112,6 +112,30 @@ func TestDecide(t *testing.T) {
 // TestDecideReloadOnCreate: with --reload-on-create, a source's creation rolls, whether it was
 // recorded as missing or is new to the record because it was created while the manager
 // watched; a source new to the record that existed before the manager started does not.
+// TestDecideModifiedUnrecorded: a workload's first record rolls it on the sources modified
+// while it waited for that record, those it rolls on and that exist; others are recorded.
+func TestDecideModifiedUnrecorded(t *testing.T) {
+	observed := record(key, map[string]map[string]string{"ConfigMap/app": {"k": "d1"}, "Secret/db": nil})
+	for _, tc := range []struct {
+		name     string
+		modified map[string]bool
+		want     outcome
+	}{
+		{"none: a baseline", nil, outcome{Write: true, Record: observed.Sources}},
+		{"a source it rolls on: one roll", map[string]bool{"ConfigMap/app": true},
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: data changed"}, Record: observed.Sources}},
+		{"a missing source, or one it does not roll on: a baseline", map[string]bool{"Secret/db": true, "ConfigMap/other": true},
+			outcome{Write: true, Record: observed.Sources}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := outcomeOf(decide(nil, observed, noLegacyHash, policy{modifiedUnrecorded: tc.modified}))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestDecideReloadOnCreate(t *testing.T) {
 	app := map[string]string{"k": "d1"}
 	db := map[string]string{"password": "s1"}

@@ -1,0 +1,59 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// TestStandbyReadiness: a replica that does not lead is ready only while a live replica holds
+// one of its Leases; a free, expired or missing Lease means it is about to lead.
+func TestStandbyReadiness(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	lease := func(name, holder string, renewed time.Duration) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "system", Name: name},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(holder),
+				LeaseDurationSeconds: ptr.To[int32](15),
+				RenewTime:            &metav1.MicroTime{Time: now.Add(-renewed)},
+			},
+		}
+	}
+	group := types.NamespacedName{Namespace: "system", Name: "group"}
+	manager := types.NamespacedName{Namespace: "system", Name: "manager"}
+	for _, tc := range []struct {
+		name      string
+		leases    []*coordinationv1.Lease
+		wantReady bool
+	}{
+		{name: "no Lease yet", wantReady: false},
+		{name: "held and renewed", leases: []*coordinationv1.Lease{lease("group", "other", 2*time.Second)}, wantReady: true},
+		{name: "released on cancel", leases: []*coordinationv1.Lease{lease("group", "", 2*time.Second)}, wantReady: false},
+		{name: "holder gone, expired", leases: []*coordinationv1.Lease{lease("group", "other", 20*time.Second)}, wantReady: false},
+		{name: "deferring to the manager's Lease", leases: []*coordinationv1.Lease{lease("group", "", 0), lease("manager", "other", time.Second)}, wantReady: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := make([]runtime.Object, len(tc.leases))
+			for i, l := range tc.leases {
+				objs[i] = l
+			}
+			s := standbyReadiness{
+				reader: fake.NewClientBuilder().WithRuntimeObjects(objs...).Build(),
+				now:    func() time.Time { return now },
+				leases: func(Controller) []types.NamespacedName { return []types.NamespacedName{group, manager} },
+			}
+			err := s.check(context.Background(), Controller{Name: "c"})
+			if ready := err == nil; ready != tc.wantReady {
+				t.Errorf("ready = %t (%v), want %t", ready, err, tc.wantReady)
+			}
+		})
+	}
+}
