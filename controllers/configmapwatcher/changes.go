@@ -163,7 +163,7 @@ func (c *changes) run(ctx context.Context, namespace string, started *sync.WaitG
 		LabelSelector: c.selector.LabelSelector, FieldSelector: c.selector.FieldSelector,
 		Log: c.log.WithValues("namespace", namespace),
 		OnEvent: func(ctx context.Context, eventType watch.EventType, obj *metav1.PartialObjectMetadata) {
-			c.dispatch(ctx, podrefs.Source{Kind: c.kind, Name: obj.Name}, obj.Namespace, eventType == watch.Modified)
+			c.dispatch(ctx, podrefs.Source{Kind: c.kind, Name: obj.Name}, obj.Namespace, eventType)
 		},
 		OnLost: func(ctx context.Context) error { return c.resync(ctx, namespace) }}
 	w.Run(ctx, started.Done)
@@ -187,13 +187,14 @@ func (c *changes) resync(ctx context.Context, namespace string) error {
 }
 
 // dispatch queues, in every consumer, the workloads that may roll on src, once they have seen no
-// change for the consumer's debounce delay (see debouncer). When src was modified, a workload
-// without a record yet gets the change noted (see unrecordedChanges).
-func (c *changes) dispatch(ctx context.Context, src podrefs.Source, namespace string, modified bool) {
+// change for the consumer's debounce delay (see debouncer). A workload without a record yet
+// gets the event noted (see unrecordedChanges).
+func (c *changes) dispatch(ctx context.Context, src podrefs.Source, namespace string, eventType watch.EventType) {
+	event := sourceEventOf(eventType)
 	for _, cons := range c.snapshot() {
 		for _, w := range cons.workloadsFor(ctx, namespace, src) {
-			if modified && !w.recorded && cons.unrecorded != nil {
-				cons.unrecorded.note(cons.name, w.Request, src.Key())
+			if event != 0 && !w.recorded && cons.unrecorded != nil {
+				cons.unrecorded.note(cons.name, w.Request, src.Key(), event)
 			}
 			if cons.debounce != nil {
 				cons.debounce.add(w.Request)
@@ -204,37 +205,71 @@ func (c *changes) dispatch(ctx context.Context, src podrefs.Source, namespace st
 	}
 }
 
-// unrecordedChanges holds, per controller and workload, the sources modified after the workload
-// was in the cache but before it had a record: its first reconcile, which records the data of
-// the moment as its baseline, came after the change (a worker busy, the manager just elected),
-// yet the workload ran with the data before. Reloader rolls such a workload on the change, and
-// so does the first reconcile that finds one noted; every reconcile takes the workload's notes.
+// sourceEvents are the events a source had, as bits.
+type sourceEvents uint8
+
+const (
+	sourceCreated sourceEvents = 1 << iota
+	sourceModified
+	sourceDeleted
+)
+
+// sourceEventOf is the bit of a watch event; 0 for a bookmark or an error.
+func sourceEventOf(t watch.EventType) sourceEvents {
+	switch t {
+	case watch.Added:
+		return sourceCreated
+	case watch.Modified:
+		return sourceModified
+	case watch.Deleted:
+		return sourceDeleted
+	}
+	return 0
+}
+
+// unrecordedChanges holds, per controller and workload, the events of sources that came after
+// the workload was in the cache but before it had a record: its first reconcile, which records
+// the data of the moment as its baseline, came after them (a worker busy, the manager just
+// elected), yet the workload ran with the data before. Reloader acts on those events for every
+// workload that uses the source, and so does the first reconcile that finds them noted (see
+// decide); every reconcile takes the workload's notes.
 //
 // The watch carries metadata only, so a change of a source's labels or annotations alone in
 // that window (usually milliseconds) counts as a change of its data.
 type unrecordedChanges struct {
 	mu           sync.Mutex
-	byController map[string]map[reconcile.Request]map[string]bool
+	byController map[string]map[reconcile.Request]map[string]sourceEvents
 }
 
-// note records that the source key of req's workload, of the controller name, was modified.
-func (u *unrecordedChanges) note(name string, req reconcile.Request, key string) {
+// note records event of the source key of req's workload, of the controller name.
+func (u *unrecordedChanges) note(name string, req reconcile.Request, key string, event sourceEvents) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.byController == nil {
-		u.byController = map[string]map[reconcile.Request]map[string]bool{}
+		u.byController = map[string]map[reconcile.Request]map[string]sourceEvents{}
 	}
 	if u.byController[name] == nil {
-		u.byController[name] = map[reconcile.Request]map[string]bool{}
+		u.byController[name] = map[reconcile.Request]map[string]sourceEvents{}
 	}
 	if u.byController[name][req] == nil {
-		u.byController[name][req] = map[string]bool{}
+		u.byController[name][req] = map[string]sourceEvents{}
 	}
-	u.byController[name][req][key] = true
+	u.byController[name][req][key] |= event
 }
 
-// take returns the sources noted for req of the controller name, and forgets them.
-func (u *unrecordedChanges) take(name string, req reconcile.Request) map[string]bool {
+// restore gives back events taken for req of the controller name that were not acted on.
+func (u *unrecordedChanges) restore(name string, req reconcile.Request, events map[string]sourceEvents) {
+	for key, event := range events {
+		u.note(name, req, key, event)
+	}
+}
+
+// take returns the sources' events noted for req of the controller name, and forgets them. A nil
+// u holds none.
+func (u *unrecordedChanges) take(name string, req reconcile.Request) map[string]sourceEvents {
+	if u == nil {
+		return nil
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	noted := u.byController[name][req]

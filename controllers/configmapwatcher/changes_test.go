@@ -280,9 +280,9 @@ func TestDebouncerWaitsAtMostTenDelays(t *testing.T) {
 	}
 }
 
-// TestDispatchNotesUnrecordedChanges: a modified source is noted for the workloads that map to
-// it and have no record yet, once per reconcile that takes it; an added or deleted source, or
-// a workload with a record, notes nothing.
+// TestDispatchNotesUnrecordedChanges: a source's events are noted for the workloads that map to
+// it and have no record yet, once per reconcile that takes them; a workload with a record, or a
+// bookmark, notes nothing.
 func TestDispatchNotesUnrecordedChanges(t *testing.T) {
 	queue := newQueue(t)
 	var unrecorded unrecordedChanges
@@ -291,10 +291,19 @@ func TestDispatchNotesUnrecordedChanges(t *testing.T) {
 			return []mappedWorkload{{Request: request("new")}, {Request: request("old"), recorded: true}}
 		}}
 	c := &changes{consumers: map[*consumer]bool{cons: true}}
-	c.dispatch(context.Background(), podrefs.Source{Kind: podrefs.ConfigMap, Name: "created"}, "ns", false)
-	c.dispatch(context.Background(), podrefs.Source{Kind: podrefs.ConfigMap, Name: "app"}, "ns", true)
-	c.dispatch(context.Background(), podrefs.Source{Kind: podrefs.Secret, Name: "db"}, "ns", true)
-	if diff := cmp.Diff(map[string]bool{"ConfigMap/app": true, "Secret/db": true}, unrecorded.take("c", request("new"))); diff != "" {
+	for _, ev := range []struct {
+		src  podrefs.Source
+		kind watch.EventType
+	}{
+		{podrefs.Source{Kind: podrefs.ConfigMap, Name: "app"}, watch.Added},
+		{podrefs.Source{Kind: podrefs.ConfigMap, Name: "app"}, watch.Modified},
+		{podrefs.Source{Kind: podrefs.Secret, Name: "db"}, watch.Deleted},
+		{podrefs.Source{Kind: podrefs.Secret, Name: "tls"}, watch.Bookmark},
+	} {
+		c.dispatch(context.Background(), ev.src, "ns", ev.kind)
+	}
+	want := map[string]sourceEvents{"ConfigMap/app": sourceCreated | sourceModified, "Secret/db": sourceDeleted}
+	if diff := cmp.Diff(want, unrecorded.take("c", request("new"))); diff != "" {
 		t.Errorf("noted for the workload without a record (-want +got):\n%s", diff)
 	}
 	for _, tc := range []struct{ name, workload string }{{"taken twice", "new"}, {"recorded", "old"}} {

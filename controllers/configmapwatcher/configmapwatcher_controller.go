@@ -85,9 +85,9 @@ type Reconciler[T client.Object] struct {
 	// debounced says whether a request waits out the quiet period of a source's change; nil for
 	// no debounce.
 	debounced func(reconcile.Request) bool
-	// unrecorded takes the sources of a workload modified while it had no record (see
+	// unrecorded holds the events of workloads' sources while they had no record (see
 	// unrecordedChanges); nil for none.
-	unrecorded func(reconcile.Request) map[string]bool
+	unrecorded *unrecordedChanges
 
 	// warned remembers the warnings said about each workload, so that a lasting problem is said
 	// once, not again at every reconcile: a periodic resync, an event of the workload that
@@ -115,11 +115,29 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		// whatever else (its own status, a resync) brought it here meanwhile.
 		return ctrl.Result{}, nil
 	}
-	var unrecorded map[string]bool
-	if r.unrecorded != nil {
-		// Taken before the sources are read: a change noted later brings another reconcile.
-		unrecorded = r.unrecorded(req)
+	// Taken before the sources are read, and given back unless the reconcile acted on them.
+	unrecorded := r.unrecorded.take(r.Kind.ControllerName, req)
+	result, err := r.reconcile(ctx, req, unrecorded)
+	if err != nil {
+		r.unrecorded.restore(r.Kind.ControllerName, req, unrecorded)
 	}
+	if apierrors.IsConflict(err) {
+		// The write carried the resourceVersion the cache read: the workload changed since
+		// (often by this controller's own write, not cached yet). Deciding again from a stale
+		// record would roll twice, or take changed data for a baseline.
+		ctrl.LoggerFrom(ctx).V(1).Info("Workload changed since the cache read it; reconciling it again", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil
+	}
+	return result, err
+}
+
+// staleCacheRetry is how soon a workload whose write met a newer version is reconciled again, if
+// the newer version's own event has not brought it back before.
+const staleCacheRetry = 100 * time.Millisecond
+
+// reconcile is Reconcile's work on a workload, given the events its sources had while it had no
+// record.
+func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request, unrecorded map[string]sourceEvents) (ctrl.Result, error) {
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -171,7 +189,7 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	d := decide(recorded, observed, legacy, policy{reloadOnDelete: r.Settings.ReloadOnDelete, reloadOnCreate: r.Settings.ReloadOnCreate,
-		createdWhileWatching: func(key string) bool { return seen.created[key].After(r.started) }, modifiedUnrecorded: unrecorded})
+		createdWhileWatching: func(key string) bool { return seen.created[key].After(r.started) }, unrecorded: unrecorded})
 	// Not an error: retrying cannot help. The source's creation brings the workload back.
 	r.warnMissing(ctx, obj, seen.missing, d)
 	if !d.write {

@@ -78,6 +78,9 @@ func applied(gvk schema.GroupVersionKind, obj client.Object, w owned, templateAt
 	u.SetGroupVersionKind(gvk)
 	u.SetNamespace(obj.GetNamespace())
 	u.SetName(obj.GetName())
+	// The version the decision was made from: the API server refuses the write (409) if the
+	// workload changed since, so that a decision made from a stale cache is made again.
+	u.SetResourceVersion(obj.GetResourceVersion())
 	u.SetAnnotations(w.annotations)
 	// The Set calls cannot fail: they make every map on the path, in an object made here.
 	if w.template != nil && templateAt != nil {

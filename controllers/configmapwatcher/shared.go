@@ -164,7 +164,7 @@ func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []st
 		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, Settings: settings,
 		limiter: s.limiter, notifier: s.notifier, jobs: s.jobs, now: time.Now, started: s.started,
 		debounced:  func(req reconcile.Request) bool { return s.debouncers.waiting(k.ControllerName, req) },
-		unrecorded: func(req reconcile.Request) map[string]bool { return s.unrecorded.take(k.ControllerName, req) }}, nil
+		unrecorded: &s.unrecorded}, nil
 }
 
 // workloadsFor maps a source to the workloads of kind k in namespace that may roll on it,

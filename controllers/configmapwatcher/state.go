@@ -232,15 +232,16 @@ type policy struct {
 	// createdWhileWatching says whether a source (by its record's key) was created after the
 	// manager started: its creation is the event Reloader's --reload-on-create rolls on.
 	createdWhileWatching func(key string) bool
-	// modifiedUnrecorded names the sources (by their record's keys) modified while the workload
-	// was watched and had no record yet: its first record rolls it on them.
-	modifiedUnrecorded map[string]bool
+	// unrecorded holds the events of sources (by their record's keys) while the workload was
+	// watched and had no record yet: its first record rolls it on them as on a record's change.
+	unrecorded map[string]sourceEvents
 }
 
 // decide compares what the workload's record says (nil: none) with what a reconcile observed:
 //   - no record: a baseline, no roll, unless an older release's config hash says the data
-//     changed since it was written, or a source was modified while the workload waited for its
-//     first record (then one roll);
+//     changed since it was written, or a source was modified (or, with reloadOnCreate,
+//     created; with reloadOnDelete, deleted) while the workload waited for its first record
+//     (then one roll);
 //   - a record made with another digest key: a new baseline, no roll;
 //   - a source whose keys' digests changed: a roll;
 //   - a source that was missing and exists now: with reloadOnCreate a roll, otherwise it is
@@ -257,12 +258,7 @@ func decide(recorded, observed *state, legacy legacyHash, p policy) decision {
 	case recorded == nil && legacy == legacyHashStale:
 		return decision{write: true, record: observed, roll: true, upgrade: true}
 	case recorded == nil:
-		d := decision{write: true, record: observed}
-		for _, key := range slices.Sorted(maps.Keys(p.modifiedUnrecorded)) {
-			if observed.Sources[key] != nil {
-				d.changes = append(d.changes, sourceChange{Source: key, Change: changeChanged})
-			}
-		}
+		d := decision{write: true, record: observed, changes: changesBeforeRecord(observed, p)}
 		d.roll = len(d.changes) > 0
 		return d
 	case recorded.KeyID != observed.KeyID:
@@ -299,6 +295,27 @@ func decide(recorded, observed *state, legacy legacyHash, p policy) decision {
 	d.roll = len(d.changes) > 0
 	d.write = d.roll || recorded.String() != record.String()
 	return d
+}
+
+// changesBeforeRecord are the changes that the events of p.unrecorded make of the sources observed
+// at a workload's first record: a source that exists and was modified, or created with
+// reloadOnCreate; one missing that was deleted, with reloadOnDelete.
+func changesBeforeRecord(observed *state, p policy) []sourceChange {
+	var changes []sourceChange
+	for _, key := range slices.Sorted(maps.Keys(p.unrecorded)) {
+		now, tracked := observed.Sources[key]
+		events := p.unrecorded[key]
+		switch {
+		case !tracked:
+		case now != nil && events&sourceModified != 0:
+			changes = append(changes, sourceChange{Source: key, Change: changeChanged})
+		case now != nil && events&sourceCreated != 0 && p.reloadOnCreate:
+			changes = append(changes, sourceChange{Source: key, Change: changeCreated})
+		case now == nil && events&sourceDeleted != 0 && p.reloadOnDelete:
+			changes = append(changes, sourceChange{Source: key, Change: changeDeleted})
+		}
+	}
+	return changes
 }
 
 // describe turns a record's key ("ConfigMap/app") into how Events name the source.

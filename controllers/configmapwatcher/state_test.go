@@ -112,23 +112,34 @@ func TestDecide(t *testing.T) {
 // TestDecideReloadOnCreate: with --reload-on-create, a source's creation rolls, whether it was
 // recorded as missing or is new to the record because it was created while the manager
 // watched; a source new to the record that existed before the manager started does not.
-// TestDecideModifiedUnrecorded: a workload's first record rolls it on the sources modified
-// while it waited for that record, those it rolls on and that exist; others are recorded.
-func TestDecideModifiedUnrecorded(t *testing.T) {
+// TestDecideUnrecordedEvents: a workload's first record rolls it on what its sources had while
+// it waited for that record, as a record's change would: a modification of a source it rolls
+// on and that exists; a creation with --reload-on-create; a deletion with --reload-on-delete.
+func TestDecideUnrecordedEvents(t *testing.T) {
 	observed := record(key, map[string]map[string]string{"ConfigMap/app": {"k": "d1"}, "Secret/db": nil})
 	for _, tc := range []struct {
-		name     string
-		modified map[string]bool
-		want     outcome
+		name   string
+		events map[string]sourceEvents
+		p      policy
+		want   outcome
 	}{
-		{"none: a baseline", nil, outcome{Write: true, Record: observed.Sources}},
-		{"a source it rolls on: one roll", map[string]bool{"ConfigMap/app": true},
+		{"none: a baseline", nil, policy{}, outcome{Write: true, Record: observed.Sources}},
+		{"modified: one roll", map[string]sourceEvents{"ConfigMap/app": sourceModified}, policy{},
 			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: data changed"}, Record: observed.Sources}},
-		{"a missing source, or one it does not roll on: a baseline", map[string]bool{"Secret/db": true, "ConfigMap/other": true},
+		{"created, modified: one roll", map[string]sourceEvents{"ConfigMap/app": sourceCreated | sourceModified}, policy{},
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: data changed"}, Record: observed.Sources}},
+		{"created: a baseline", map[string]sourceEvents{"ConfigMap/app": sourceCreated}, policy{}, outcome{Write: true, Record: observed.Sources}},
+		{"created, --reload-on-create: one roll", map[string]sourceEvents{"ConfigMap/app": sourceCreated}, policy{reloadOnCreate: true},
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: created"}, Record: observed.Sources}},
+		{"deleted: a baseline", map[string]sourceEvents{"Secret/db": sourceDeleted}, policy{}, outcome{Write: true, Record: observed.Sources}},
+		{"deleted, --reload-on-delete: one roll", map[string]sourceEvents{"Secret/db": sourceDeleted}, policy{reloadOnDelete: true},
+			outcome{Write: true, Roll: true, Changes: []string{"Secret db: deleted"}, Record: observed.Sources}},
+		{"modified but missing now, or not rolled on: a baseline", map[string]sourceEvents{"Secret/db": sourceModified, "ConfigMap/other": sourceModified}, policy{},
 			outcome{Write: true, Record: observed.Sources}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := outcomeOf(decide(nil, observed, noLegacyHash, policy{modifiedUnrecorded: tc.modified}))
+			tc.p.unrecorded = tc.events
+			got := outcomeOf(decide(nil, observed, noLegacyHash, tc.p))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
