@@ -287,7 +287,7 @@ func TestDispatchNotesUnrecordedChanges(t *testing.T) {
 	queue := newQueue(t)
 	var unrecorded unrecordedChanges
 	cons := &consumer{name: "c", queue: queue, unrecorded: &unrecorded,
-		workloadsFor: func(_ context.Context, _ string, src podrefs.Source) []mappedWorkload {
+		workloadsFor: func(context.Context, string, podrefs.Source) []mappedWorkload {
 			return []mappedWorkload{{Request: request("new")}, {Request: request("old"), recorded: true}}
 		}}
 	c := &changes{consumers: map[*consumer]bool{cons: true}}

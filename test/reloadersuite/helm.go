@@ -194,7 +194,7 @@ func upgradeInstall(ctx context.Context, a helmArgs) error {
 	if err != nil {
 		return err
 	}
-	return sup.start(ctx, startRequest{Namespace: a.namespace, Release: a.release, Process: proc, Kubeconfig: kubeconfig, Objects: refsOf(objs, a.namespace)})
+	return sup.start(ctx, startRequest{Namespace: a.namespace, Release: a.release, Process: proc, Kubeconfig: kubeconfig, Objects: refsOf(objs)})
 }
 
 // chartSets are the suite's --set values as the subject's chart takes them: all of them for
@@ -293,7 +293,7 @@ func (r objectRef) object() *unstructured.Unstructured {
 }
 
 // refsOf names objs, CustomResourceDefinitions left out: Helm keeps a chart's CRDs too.
-func refsOf(objs []*unstructured.Unstructured, namespace string) []objectRef {
+func refsOf(objs []*unstructured.Unstructured) []objectRef {
 	var refs []objectRef
 	for _, obj := range objs {
 		if obj.GetKind() == "CustomResourceDefinition" {

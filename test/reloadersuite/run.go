@@ -135,7 +135,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
+	defer func() { _ = lock.Close() }()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("another run uses %s (%w): give another --out", cfg.out, err)
 	}
@@ -280,7 +280,7 @@ func runSuite(ctx context.Context, cfg runConfig, suite, buildDir, resultsDir st
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 	began := time.Now()
 	fmt.Fprintf(os.Stderr, "Running the %s suite against %s (log: %s)\n", suite, cfg.subject, logPath)
 	cmd := exec.CommandContext(ctx, filepath.Join(buildDir, suite+".test"), args...)
