@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -11,21 +12,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// standbyReadiness decides whether a replica that does not lead a controller is ready for it:
-// only while a live replica holds one of the Leases that keep it from leading. A replica whose
-// Lease is free is about to lead, and is ready once it leads and its watches have started;
-// reporting it ready before that (between its start and its first election, a few hundred
-// milliseconds) would let a change made "after the manager is ready" go unseen as a change.
+// standbyReadiness decides whether a replica that does not lead a controller is ready for it.
+// Between its start and the first outcome of its election (a few hundred milliseconds) a
+// replica that finds the Lease free is about to lead: it is not ready until it does, or until it
+// sees another live replica hold the Lease; reporting it ready before would let a change made
+// "after the manager is ready" go unseen as a change. Once settled (it has led the controller,
+// or seen the Lease held), a replica that does not lead is a standby, ready as before: its
+// readiness does not flap while a failover waits out the lease duration.
 type standbyReadiness struct {
 	reader client.Reader
 	now    func() time.Time
 	// leases names, per controller, the Leases any one of which, held, keeps this replica a
 	// standby.
 	leases func(Controller) []types.NamespacedName
+	// led says whether this replica has led the controller since it started; nil for never.
+	led func(Controller) bool
+
+	mu      sync.Mutex
+	settled map[string]bool
 }
 
-// check returns nil when a live replica holds one of c's Leases, and an error otherwise.
-func (s standbyReadiness) check(ctx context.Context, c Controller) error {
+// check returns nil when this replica is a settled standby for c, and an error while it is
+// about to lead it.
+func (s *standbyReadiness) check(ctx context.Context, c Controller) error {
+	s.mu.Lock()
+	settled := s.settled[c.Name]
+	s.mu.Unlock()
+	if settled || (s.led != nil && s.led(c)) {
+		return nil
+	}
 	keys := s.leases(c)
 	for _, key := range keys {
 		held, err := leaseHeld(ctx, s.reader, key, s.now())
@@ -33,6 +48,12 @@ func (s standbyReadiness) check(ctx context.Context, c Controller) error {
 			return err
 		}
 		if held {
+			s.mu.Lock()
+			if s.settled == nil {
+				s.settled = map[string]bool{}
+			}
+			s.settled[c.Name] = true
+			s.mu.Unlock()
 			return nil
 		}
 	}

@@ -57,3 +57,32 @@ func TestStandbyReadiness(t *testing.T) {
 		})
 	}
 }
+
+// TestStandbySettles: once a replica has seen the Lease held, or has led the controller, it stays
+// a ready standby while the Lease is free (a failover waiting out the lease duration).
+func TestStandbySettles(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	key := types.NamespacedName{Namespace: "system", Name: "manager"}
+	held := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("other"), LeaseDurationSeconds: ptr.To[int32](15),
+			RenewTime: &metav1.MicroTime{Time: now}},
+	}
+	reader := fake.NewClientBuilder().WithRuntimeObjects(held).Build()
+	s := standbyReadiness{reader: reader, now: func() time.Time { return now },
+		leases: func(Controller) []types.NamespacedName { return []types.NamespacedName{key} }}
+	if err := s.check(context.Background(), Controller{Name: "c"}); err != nil {
+		t.Fatalf("held by another: %v", err)
+	}
+	now = now.Add(time.Minute) // the holder is gone; the Lease has expired
+	if err := s.check(context.Background(), Controller{Name: "c"}); err != nil {
+		t.Errorf("after seeing it held: %v, want ready", err)
+	}
+	if err := s.check(context.Background(), Controller{Name: "other"}); err == nil {
+		t.Error("a controller whose Lease was never seen held: ready, want about to lead")
+	}
+	s.led = func(c Controller) bool { return c.Name == "other" }
+	if err := s.check(context.Background(), Controller{Name: "other"}); err != nil {
+		t.Errorf("after leading it: %v, want ready", err)
+	}
+}

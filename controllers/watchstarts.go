@@ -38,6 +38,15 @@ func (w *watchStarts) track(name string, srcs []source.Source) []source.Source {
 	return out
 }
 
+// built says whether the controller name has been built here: with a Lease per group, whether
+// this replica has led it.
+func (w *watchStarts) built(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.byController[name]
+	return ok
+}
+
 // started returns an error naming a watch of the controller name that has not started.
 func (w *watchStarts) started(name string) error {
 	w.mu.Lock()

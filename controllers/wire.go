@@ -64,12 +64,12 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 		if err != nil {
 			return err
 		}
-		standby := standbyReadiness{reader: mgr.GetAPIReader(), now: time.Now, leases: func(c Controller) []types.NamespacedName {
+		standby := &standbyReadiness{reader: mgr.GetAPIReader(), now: time.Now, leases: func(c Controller) []types.NamespacedName {
 			return []types.NamespacedName{
 				{Namespace: w.namespace, Name: leases.LeaseName(o.groupLeasePrefix(), c.leaseGroup())},
 				{Namespace: w.namespace, Name: o.managerLeaseName()},
 			}
-		}}
+		}, led: func(c Controller) bool { return starts.built(c.Name) }}
 		return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, starts, standby, func(c Controller) string {
 			if w.leading(c.Name) {
 				return RoleLeading
@@ -90,7 +90,8 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	if err != nil {
 		return err
 	}
-	standby := standbyReadiness{reader: mgr.GetAPIReader(), now: time.Now}
+	// The manager's election is once for its life: it exits when it loses the Lease.
+	standby := &standbyReadiness{reader: mgr.GetAPIReader(), now: time.Now}
 	if o.LeaderElect {
 		namespace, err := leaderElectionNamespace(o.LeaderElectionNamespace)
 		if err != nil {
@@ -181,7 +182,7 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 // with it: its caches synced and, where this replica runs it, its uncached watches started
 // (starts), so that a replica is ready for a controller once its workers can run; where it does
 // not, once another replica holds the controller's Lease (standby).
-func readyChecks(mgr ctrl.Manager, controllers []Controller, starts *watchStarts, standby standbyReadiness, role func(Controller) string) []readyCheck {
+func readyChecks(mgr ctrl.Manager, controllers []Controller, starts *watchStarts, standby *standbyReadiness, role func(Controller) string) []readyCheck {
 	checks := make([]readyCheck, 0, len(controllers))
 	for _, c := range controllers {
 		synced := cachesSynced(mgr.GetCache(), c.watchedObjects())
