@@ -212,6 +212,9 @@ const (
 	sourceCreated sourceEvents = 1 << iota
 	sourceModified
 	sourceDeleted
+	// sourceDuringFirstRecord marks events that came while the reconcile that wrote the
+	// workload's first record ran: that record may hold their data already.
+	sourceDuringFirstRecord
 )
 
 // sourceEventOf is the bit of a watch event; 0 for a bookmark or an error.
@@ -255,6 +258,19 @@ func (u *unrecordedChanges) note(name string, req reconcile.Request, key string,
 		u.byController[name][req] = map[string]sourceEvents{}
 	}
 	u.byController[name][req][key] |= event
+}
+
+// carry marks the events noted for req of the controller name as having come while its first
+// record was being written (sourceDuringFirstRecord).
+func (u *unrecordedChanges) carry(name string, req reconcile.Request) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for key := range u.byController[name][req] {
+		u.byController[name][req][key] |= sourceDuringFirstRecord
+	}
 }
 
 // restore gives back events taken for req of the controller name that were not acted on.

@@ -314,6 +314,12 @@ func TestDispatchNotesUnrecordedChanges(t *testing.T) {
 	if n := queue.Len(); n != 2 {
 		t.Errorf("%d requests queued, want the two workloads", n)
 	}
+	c.dispatch(context.Background(), podrefs.Source{Kind: podrefs.ConfigMap, Name: "app"}, "ns", watch.Modified)
+	unrecorded.carry("c", request("new"))
+	want = map[string]sourceEvents{"ConfigMap/app": sourceModified | sourceDuringFirstRecord}
+	if diff := cmp.Diff(want, unrecorded.take("c", request("new"))); diff != "" {
+		t.Errorf("carried past the first record (-want +got):\n%s", diff)
+	}
 }
 
 // TestDebouncersWaiting: a controller's request waits while its quiet period lasts, whichever

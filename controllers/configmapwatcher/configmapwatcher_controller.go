@@ -206,6 +206,12 @@ func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request, unrecor
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if recorded == nil {
+		// Events noted while this reconcile read the sources may be in the record already, the
+		// workload's Pods still on the data before: the next reconcile rolls on them even if the
+		// data equals the record.
+		r.unrecorded.carry(r.Kind.ControllerName, req)
+	}
 	if again > 0 {
 		result.RequeueAfter = again
 	}

@@ -233,7 +233,8 @@ type policy struct {
 	// manager started: its creation is the event Reloader's --reload-on-create rolls on.
 	createdWhileWatching func(key string) bool
 	// unrecorded holds the events of sources (by their record's keys) while the workload was
-	// watched and had no record yet: its first record rolls it on them as on a record's change.
+	// watched and had no record yet: its first record rolls it on them as on a record's change,
+	// and so does the next one on those that came while the first record was written.
 	unrecorded map[string]sourceEvents
 }
 
@@ -258,7 +259,7 @@ func decide(recorded, observed *state, legacy legacyHash, p policy) decision {
 	case recorded == nil && legacy == legacyHashStale:
 		return decision{write: true, record: observed, roll: true, upgrade: true}
 	case recorded == nil:
-		d := decision{write: true, record: observed, changes: changesBeforeRecord(observed, p)}
+		d := decision{write: true, record: observed, changes: changesBeforeRecord(observed, p, false)}
 		d.roll = len(d.changes) > 0
 		return d
 	case recorded.KeyID != observed.KeyID:
@@ -291,6 +292,11 @@ func decide(recorded, observed *state, legacy legacyHash, p policy) decision {
 			}
 		}
 	}
+	for _, change := range changesBeforeRecord(observed, p, true) {
+		if !slices.ContainsFunc(d.changes, func(c sourceChange) bool { return c.Source == change.Source }) {
+			d.changes = append(d.changes, change)
+		}
+	}
 	d.record = record
 	d.roll = len(d.changes) > 0
 	d.write = d.roll || recorded.String() != record.String()
@@ -299,14 +305,15 @@ func decide(recorded, observed *state, legacy legacyHash, p policy) decision {
 
 // changesBeforeRecord are the changes that the events of p.unrecorded make of the sources observed
 // at a workload's first record: a source that exists and was modified, or created with
-// reloadOnCreate; one missing that was deleted, with reloadOnDelete.
-func changesBeforeRecord(observed *state, p policy) []sourceChange {
+// reloadOnCreate; one missing that was deleted, with reloadOnDelete. With duringFirstRecord, only
+// the events that came while the first record was written count (the record exists now).
+func changesBeforeRecord(observed *state, p policy, duringFirstRecord bool) []sourceChange {
 	var changes []sourceChange
 	for _, key := range slices.Sorted(maps.Keys(p.unrecorded)) {
 		now, tracked := observed.Sources[key]
 		events := p.unrecorded[key]
 		switch {
-		case !tracked:
+		case !tracked, duringFirstRecord && events&sourceDuringFirstRecord == 0:
 		case now != nil && events&sourceModified != 0:
 			changes = append(changes, sourceChange{Source: key, Change: changeChanged})
 		case now != nil && events&sourceCreated != 0 && p.reloadOnCreate:

@@ -147,6 +147,35 @@ func TestDecideUnrecordedEvents(t *testing.T) {
 	}
 }
 
+// TestDecideEventsDuringFirstRecord: the events that came while the first record was written
+// roll the workload at the next reconcile even when the data equals the record (the record
+// took the new data, the Pods run the old); other events are the record's business, and a
+// source the record sees changed rolls once.
+func TestDecideEventsDuringFirstRecord(t *testing.T) {
+	app := map[string]string{"k": "d1"}
+	recorded := record(key, map[string]map[string]string{"ConfigMap/app": app})
+	changed := record(key, map[string]map[string]string{"ConfigMap/app": {"k": "d2"}})
+	for _, tc := range []struct {
+		name     string
+		observed *state
+		events   map[string]sourceEvents
+		want     outcome
+	}{
+		{"during the first record, data as recorded: one roll", recorded, map[string]sourceEvents{"ConfigMap/app": sourceModified | sourceDuringFirstRecord},
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: data changed"}, Record: recorded.Sources}},
+		{"during the first record, data changed since: one roll", changed, map[string]sourceEvents{"ConfigMap/app": sourceModified | sourceDuringFirstRecord},
+			outcome{Write: true, Roll: true, Changes: []string{"ConfigMap app: k changed"}, Record: changed.Sources}},
+		{"before a record that exists: nothing", recorded, map[string]sourceEvents{"ConfigMap/app": sourceModified}, outcome{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := outcomeOf(decide(recorded, tc.observed, noLegacyHash, policy{unrecorded: tc.events}))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestDecideReloadOnCreate(t *testing.T) {
 	app := map[string]string{"k": "d1"}
 	db := map[string]string{"password": "s1"}
