@@ -100,7 +100,7 @@ func servedMetrics(t *testing.T, documented []string) []string {
 	ns := env.Namespace(t, "metrics-doc-")
 	// One of Reloader's environment variables the configmapwatcher does not read, to be
 	// reported (the process inherits the test's environment).
-	t.Setenv("ALERT_SINK", "slack")
+	t.Setenv("RELOADER_NAMESPACE", "reloader")
 	metrics, probes, trigger := testenv.FreeAddress(t), testenv.FreeAddress(t), testenv.FreeAddress(t)
 	p := testenv.RunProcess(t, testenv.Command{Binary: testenv.BuildBinary(t, "."), MetricsAddress: metrics, ProbeAddress: probes, Args: []string{
 		"--kubeconfig=" + kubeconfig, "--metrics-bind-address=" + metrics, "--metrics-secure=false", "--health-probe-bind-address=" + probes,

@@ -51,6 +51,8 @@ type Settings struct {
 	MaxRolloutsPerMinute int
 	// Webhook is where rolls are posted.
 	Webhook WebhookSettings
+	// Alerts are Reloader's chat alerts of rolls (ALERT_*).
+	Alerts AlertSettings
 	// Strategy is how a roll reaches a Pod template, and LastReloadedFrom when a roll also
 	// writes Reloader's annotation.
 	Strategy         Strategy
@@ -75,6 +77,8 @@ type Reconciler[T client.Object] struct {
 	limiter *rolloutLimiter
 	// notifier posts rolls to the webhook; nil for none.
 	notifier *notifier
+	// alerter posts Reloader's alerts of rolls; nil for none.
+	alerter *notifier
 	// jobs holds the Jobs between their deletion and their creation.
 	jobs *jobRecreator
 	// now is the clock.
@@ -563,7 +567,12 @@ func (r *Reconciler[T]) report(ctx context.Context, obj T, d decision, way rollW
 		if ranJob != "" {
 			action = "job-created"
 		}
-		r.notifier.notify(notificationOf(r.Kind.Name, obj.GetNamespace(), obj.GetName(), action, d.changes, r.now()))
+		note := notificationOf(r.Kind.Name, obj.GetNamespace(), obj.GetName(), action, d.changes, r.now())
+		r.notifier.notify(note)
+		if way != rollNone {
+			// As Reloader: an alert for what was rolled, none for a roll only posted.
+			r.alerter.notify(note)
+		}
 	}
 }
 

@@ -91,17 +91,29 @@ const (
 )
 
 // notifier posts notifications to the webhook from one goroutine, in order, each with bounded
-// retries: a notification that still fails after webhookAttempts, or that finds the queue
-// full, is dropped, logged and counted (switchboard_configmapwatcher_webhook_posts_total).
+// retries: a post that still fails after webhookAttempts, or that finds the queue full, is
+// dropped, logged and counted (switchboard_configmapwatcher_webhook_posts_total). The same
+// notifier posts Reloader's alerts (ALERT_*), with their own bodies.
 type notifier struct {
-	settings WebhookSettings
-	client   *http.Client
-	queue    chan Notification
-	log      logr.Logger
-	backoff  time.Duration
+	url    string
+	client *http.Client
+	// posts turns a roll's notification into what is posted for it.
+	posts   func(Notification) []webhookPost
+	queue   chan webhookPost
+	log     logr.Logger
+	backoff time.Duration
 	// running: a Start posts; each controller of the group adds the notifier to the manager,
 	// and the others wait.
 	running atomic.Bool
+}
+
+// webhookPost is one body to post, with the workload it is about, for logs.
+type webhookPost struct {
+	body        []byte
+	contentType string
+	kind        string
+	namespace   string
+	name        string
 }
 
 // newNotifier returns the notifier of settings, nil when no URL is set.
@@ -109,8 +121,34 @@ func newNotifier(settings WebhookSettings, log logr.Logger) *notifier {
 	if settings.URL == "" {
 		return nil
 	}
-	return &notifier{settings: settings, client: &http.Client{Timeout: webhookTimeout}, queue: make(chan Notification, webhookQueue),
-		log: log.WithValues("webhook", redactedURL(settings.URL)), backoff: webhookBackoff}
+	return &notifier{url: settings.URL, client: &http.Client{Timeout: webhookTimeout}, posts: webhookPosts(settings.Format),
+		queue: make(chan webhookPost, webhookQueue), log: log.WithValues("webhook", redactedURL(settings.URL)), backoff: webhookBackoff}
+}
+
+// webhookPosts encodes a notification in format: the Notification as JSON, or Slack's
+// {"text": ...}.
+func webhookPosts(format string) func(Notification) []webhookPost {
+	return func(note Notification) []webhookPost {
+		var v any = note
+		if format == WebhookFormatSlack {
+			v = map[string]string{"text": note.text()}
+		}
+		return []webhookPost{postOf(note, mustJSON(v), "application/json")}
+	}
+}
+
+// postOf is body about note's workload.
+func postOf(note Notification, body []byte, contentType string) webhookPost {
+	return webhookPost{body: body, contentType: contentType, kind: note.Kind, namespace: note.Namespace, name: note.Name}
+}
+
+// mustJSON encodes v, made of strings, string slices and maps of them, which always encode.
+func mustJSON(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a notification: %v", err))
+	}
+	return data
 }
 
 // redactedURL keeps of a URL its scheme and host: chat webhooks carry their secret in the path
@@ -127,16 +165,18 @@ func redactedURL(raw string) string {
 	return scheme + "://" + host + "/..."
 }
 
-// notify queues n, or drops and counts it when the queue is full. It never blocks.
+// notify queues what note posts, or drops and counts it when the queue is full. It never blocks.
 func (n *notifier) notify(note Notification) {
 	if n == nil {
 		return
 	}
-	select {
-	case n.queue <- note:
-	default:
-		webhookTotal.WithLabelValues("dropped").Inc()
-		n.log.Info("Webhook notification dropped: the queue is full", "kind", note.Kind, "namespace", note.Namespace, "name", note.Name)
+	for _, p := range n.posts(note) {
+		select {
+		case n.queue <- p:
+		default:
+			webhookTotal.WithLabelValues("dropped").Inc()
+			n.log.Info("Webhook notification dropped: the queue is full", "kind", p.kind, "namespace", p.namespace, "name", p.name)
+		}
 	}
 }
 
@@ -153,20 +193,19 @@ func (n *notifier) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case note := <-n.queue:
-			n.post(ctx, note)
+		case p := <-n.queue:
+			n.post(ctx, p)
 		}
 	}
 }
 
-// post sends one notification, retrying a failed attempt (no answer, or a status other than
-// 2xx) up to webhookAttempts times with a doubling wait.
-func (n *notifier) post(ctx context.Context, note Notification) {
-	body, contentType := n.body(note)
+// post sends one body, retrying a failed attempt (no answer, or a status other than 2xx) up to
+// webhookAttempts times with a doubling wait.
+func (n *notifier) post(ctx context.Context, p webhookPost) {
 	wait := n.backoff
 	var err error
 	for attempt := 1; attempt <= webhookAttempts; attempt++ {
-		if err = n.attempt(ctx, body, contentType); err == nil {
+		if err = n.attempt(ctx, p.body, p.contentType); err == nil {
 			webhookTotal.WithLabelValues("sent").Inc()
 			return
 		}
@@ -179,25 +218,12 @@ func (n *notifier) post(ctx context.Context, note Notification) {
 		}
 	}
 	webhookTotal.WithLabelValues("dropped").Inc()
-	n.log.Error(err, "Webhook notification dropped after retries", "kind", note.Kind, "namespace", note.Namespace, "name", note.Name, "attempts", webhookAttempts)
-}
-
-// body encodes a notification in the configured format.
-func (n *notifier) body(note Notification) ([]byte, string) {
-	var v any = note
-	if n.settings.Format == WebhookFormatSlack {
-		v = map[string]string{"text": note.text()}
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("encoding a notification: %v", err)) // strings and string slices always encode
-	}
-	return data, "application/json"
+	n.log.Error(err, "Webhook notification dropped after retries", "kind", p.kind, "namespace", p.namespace, "name", p.name, "attempts", webhookAttempts)
 }
 
 // attempt posts body once.
 func (n *notifier) attempt(ctx context.Context, body []byte, contentType string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.settings.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

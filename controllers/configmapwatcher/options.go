@@ -99,6 +99,8 @@ type Options struct {
 	// sets, made by Validate.
 	ignoredNamespaces map[string]bool
 	ignoredKinds      map[podrefs.SourceKind]bool
+	// alerts are Reloader's ALERT_* variables.
+	alerts AlertSettings
 	// selectedNamespaces are the namespaces --namespace-selector selects, and
 	// unselectedNamespaces the others, read by Prepare.
 	selectedNamespaces, unselectedNamespaces []string
@@ -180,6 +182,9 @@ func (o *Options) Validate() error {
 	}
 	o.ignoredNamespaces = setOf(o.NamespacesToIgnore)
 	if err := o.listNamespaces(os.LookupEnv); err != nil {
+		return err
+	}
+	if o.alerts, err = alertSettingsFromEnv(os.LookupEnv); err != nil {
 		return err
 	}
 	if o.ignoredKinds, err = o.ignoredSources(); err != nil {
@@ -283,6 +288,7 @@ func (o *Options) Settings(managerNamespace string) Settings {
 		ReloadOnCreate:       o.ReloadOnCreate,
 		MaxRolloutsPerMinute: o.MaxRolloutsPerMinute,
 		Webhook:              o.webhookSettings(),
+		Alerts:               o.alerts,
 		Strategy:             o.ReloadStrategy,
 		LastReloadedFrom:     o.LastReloadedFrom,
 	}

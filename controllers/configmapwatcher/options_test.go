@@ -210,13 +210,13 @@ func TestReportReloaderFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"ALERT_WEBHOOK_URL": "https://hooks.example/secret", "METRICS_COUNT_BY_NAMESPACE": "enabled", "KUBERNETES_NAMESPACE": "x"}
+	env := map[string]string{"RELOADER_NAMESPACE": "reloader", "ALERT_WEBHOOK_URL": "https://hooks.example/secret", "METRICS_COUNT_BY_NAMESPACE": "enabled", "KUBERNETES_NAMESPACE": "x"}
 	got := o.reportReloaderFlags(logr.Discard(), func(name string) (string, bool) { v, ok := env[name]; return v, ok })
-	if diff := cmp.Diff([]string{"ALERT_WEBHOOK_URL"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"RELOADER_NAMESPACE"}, got); diff != "" {
 		t.Errorf("reported (-want +got):\n%s", diff)
 	}
-	if v := testutil.ToFloat64(reloaderUnsupported.WithLabelValues("env", "ALERT_WEBHOOK_URL", "")); v != 1 {
-		t.Errorf("metric of ALERT_WEBHOOK_URL = %v", v)
+	if v := testutil.ToFloat64(reloaderUnsupported.WithLabelValues("env", "RELOADER_NAMESPACE", "")); v != 1 {
+		t.Errorf("metric of RELOADER_NAMESPACE = %v", v)
 	}
 	// Reloader's flags that ask for what the configmapwatcher does not do stop it at start.
 	for _, args := range [][]string{{"--enable-pprof"}, {"--pprof-addr=:7070"}, {"--enable-csi-integration=true"}} {

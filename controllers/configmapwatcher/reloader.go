@@ -101,11 +101,11 @@ var ReloaderFlags = []ReloaderForm{
 // ReloaderEnvironment are the environment variables Reloader v1.4.21 reads.
 var ReloaderEnvironment = []ReloaderForm{
 	{Name: "KUBERNETES_NAMESPACE", Support: Supported, Note: "the one namespace the configmapwatcher looks at, unless --namespaces is given"},
-	{Name: "ALERT_ON_RELOAD", Support: Unsupported, Note: "use --notify-url, which posts each roll besides making it"},
-	{Name: "ALERT_WEBHOOK_URL", Support: Unsupported, Note: "use --notify-url"},
-	{Name: "ALERT_SINK", Support: Unsupported, Note: "use --webhook-format=slack for slack, gchat and teams, json otherwise"},
-	{Name: "ALERT_WEBHOOK_PROXY", Support: Unsupported, Note: "set HTTPS_PROXY in the manager's environment, which the webhook's client honours"},
-	{Name: "ALERT_ADDITIONAL_INFO", Support: Unsupported, Note: "the notification names the workload's namespace; add the cluster on the receiving side"},
+	{Name: "ALERT_ON_RELOAD", Support: Supported, Note: "true posts Reloader's message for each source a roll was made for; a value other than true or false stops the manager at start"},
+	{Name: "ALERT_WEBHOOK_URL", Support: Supported, Note: "where the alerts go; required with ALERT_ON_RELOAD=true (the manager stops at start without it)"},
+	{Name: "ALERT_SINK", Support: Supported, Note: "slack, teams, gchat or raw (the default), each body as Reloader posts it; another value stops the manager at start"},
+	{Name: "ALERT_WEBHOOK_PROXY", Support: Supported, Note: "the proxy the alerts go through"},
+	{Name: "ALERT_ADDITIONAL_INFO", Support: Supported, Note: "put before each alert, as Reloader does"},
 	{Name: "METRICS_COUNT_BY_NAMESPACE", Support: Equivalent, Note: "reloader_reload_executed_total_by_namespace is always exposed"},
 	{Name: "RELOADER_NAMESPACE", Support: Unsupported, Note: "no meta-info ConfigMap is published; --list-controllers and the start-up log say how the manager runs"},
 	{Name: "RELOADER_DEPLOYMENT_NAME", Support: Unsupported, Note: "see RELOADER_NAMESPACE"},

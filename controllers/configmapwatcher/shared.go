@@ -33,6 +33,7 @@ type Shared struct {
 	keys     *DigestKeys
 	limiter  *rolloutLimiter
 	notifier *notifier
+	alerter  *notifier
 	jobs     *jobRecreator
 	// started is when the watches were made.
 	started time.Time
@@ -79,6 +80,7 @@ func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings)
 		}
 		s.limiter = newRolloutLimiter(settings.MaxRolloutsPerMinute, time.Now)
 		s.notifier = newNotifier(settings.Webhook, log)
+		s.alerter = newAlerter(settings.Alerts, log)
 		s.jobs = &jobRecreator{}
 		s.started = time.Now()
 	})
@@ -141,8 +143,11 @@ func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []st
 		return nil, err
 	}
 	initKind(k.Name)
-	if s.notifier != nil {
-		if err := mgr.Add(s.notifier); err != nil {
+	for _, n := range []*notifier{s.notifier, s.alerter} {
+		if n == nil {
+			continue
+		}
+		if err := mgr.Add(n); err != nil {
 			return nil, fmt.Errorf("adding the webhook's notifier: %w", err)
 		}
 	}
@@ -162,7 +167,7 @@ func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []st
 	}
 	return &Reconciler[T]{Kind: k, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Lister: s,
 		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, Settings: settings,
-		limiter: s.limiter, notifier: s.notifier, jobs: s.jobs, now: time.Now, started: s.started,
+		limiter: s.limiter, notifier: s.notifier, alerter: s.alerter, jobs: s.jobs, now: time.Now, started: s.started,
 		debounced:  func(req reconcile.Request) bool { return s.debouncers.waiting(k.ControllerName, req) },
 		unrecorded: &s.unrecorded}, nil
 }
