@@ -273,6 +273,15 @@ func (u *unrecordedChanges) carry(name string, req reconcile.Request) {
 	}
 }
 
+// forgetController drops every note of the controller name: a controller built again (a new
+// term of its Lease) starts without those of an earlier term, which later reconciles there
+// (or another replica's) have acted on.
+func (u *unrecordedChanges) forgetController(name string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.byController, name)
+}
+
 // restore gives back events taken for req of the controller name that were not acted on.
 func (u *unrecordedChanges) restore(name string, req reconcile.Request, events map[string]sourceEvents) {
 	for key, event := range events {
@@ -360,14 +369,16 @@ type debouncers struct {
 	byController map[string]*debouncer
 }
 
-// get returns the debouncer of the controller name, made on first use.
+// get returns the debouncer of the controller name that feeds queue, made on first use. A
+// controller built again (a new term of its Lease) has a new queue, and gets a new debouncer:
+// the old one's would feed the queue of a controller that has stopped.
 func (d *debouncers) get(name string, queue workqueue.TypedRateLimitingInterface[reconcile.Request], quiet time.Duration) *debouncer {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.byController == nil {
 		d.byController = map[string]*debouncer{}
 	}
-	if d.byController[name] == nil {
+	if deb := d.byController[name]; deb == nil || deb.queue != queue {
 		d.byController[name] = newDebouncer(queue, quiet)
 	}
 	return d.byController[name]

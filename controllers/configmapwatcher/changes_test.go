@@ -333,6 +333,11 @@ func TestDebouncersWaiting(t *testing.T) {
 	if second := ds.get("c", queue, delay); first != second {
 		t.Fatal("two debouncers for one controller")
 	}
+	// Built again (a new term): the new queue gets a debouncer of its own.
+	if again := ds.get("c", newQueue(t), delay); again == first || again.queue == queue {
+		t.Fatal("a controller built again kept the debouncer of its stopped queue")
+	}
+	first = ds.get("c", queue, delay)
 	first.add(request("web"))
 	if !ds.waiting("c", request("web")) || ds.waiting("c", request("other")) || ds.waiting("d", request("web")) {
 		t.Error("waiting does not follow the pending request")

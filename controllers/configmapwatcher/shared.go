@@ -165,6 +165,8 @@ func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []st
 	if err != nil {
 		return nil, fmt.Errorf("adding the report of Reloader's annotations: %w", err)
 	}
+	// Built at each term of the controller's Lease: notes of an earlier term are stale.
+	s.unrecorded.forgetController(k.ControllerName)
 	return &Reconciler[T]{Kind: k, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Lister: s,
 		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, Settings: settings,
 		limiter: s.limiter, notifier: s.notifier, alerter: s.alerter, jobs: s.jobs, now: time.Now, started: s.started,
