@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
@@ -63,11 +61,6 @@ func (w *watchStarts) started(name string) error {
 type startedSource struct {
 	source.Source
 	synced atomic.Bool
-}
-
-// Start starts the wrapped source.
-func (s *startedSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	return s.Source.Start(ctx, queue)
 }
 
 // WaitForSync waits for the wrapped source, when it syncs at all, and records that it has.
