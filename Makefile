@@ -91,7 +91,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the u
 	cp config/grafana/switchboard.json $(CHART)/files/grafana/
 
 .PHONY: docs
-docs: ## Generate the reference pages of docs/reference (flags, annotations, API) from the code.
+docs: ## Generate the reference pages of docs/reference (flags, annotations, API) and the generated blocks of other pages (RBAC tables, Reloader forms) from the code.
 	go run ./hack/docgen -out docs/reference
 
 # The picture of the Grafana dashboard in docs/operations/dashboards.md, drawn from real data

@@ -3,7 +3,8 @@
 // constants of apis/, api.md from the CRDs of config/crd/bases and the condition types and
 // reasons of apis/, and helm-values.md from the Helm chart's values.yaml and values.schema.json;
 // and the marked blocks of hand-written pages (markedBlocks), such as the table of Reloader's
-// chart values in docs/migrating/from-reloader.md. `make docs` runs it; its test fails when a
+// chart values in docs/migrating/from-reloader.md and the RBAC tables of
+// docs/operations/security.md and of each controller's page, from the roles in config/. `make docs` runs it; its test fails when a
 // committed page or block is stale.
 package main
 

@@ -27,6 +27,11 @@ var markedBlocks = []markedBlock{
 	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-annotations", reloaderFormsTable("annotation", configmapwatcher.ReloaderAnnotationForms, "")},
 	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-environment", reloaderFormsTable("variable", configmapwatcher.ReloaderEnvironment, "")},
 	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-chart-values", writeReloaderChartValues},
+	{filepath.Join("docs", "operations", "security.md"), "rbac-controllers", writeControllerRBAC},
+	{filepath.Join("docs", "operations", "security.md"), "rbac-common", writeCommonRBAC},
+	{filepath.Join("docs", "controllers", "configmapwatcher.md"), "rbac", controllerRBAC("configmapwatcher")},
+	{filepath.Join("docs", "controllers", "myapp.md"), "rbac", controllerRBAC("myapp")},
+	{filepath.Join("docs", "controllers", "verticalscaler.md"), "rbac", controllerRBAC("verticalscaler")},
 }
 
 // MarkedPages returns each page that holds marked blocks, by its path from root, with every
