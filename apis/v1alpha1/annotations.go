@@ -4,8 +4,9 @@ package v1alpha1
 const (
 	// ReloadAnnotation opts a workload in to the configmapwatcher. "true" means every ConfigMap
 	// and Secret the Pod template references; otherwise it is a comma-separated list of names:
-	// ConfigMaps, unless written "secret/NAME" ("configmap/NAME" is accepted too). A listed
-	// object counts whether or not the Pod template references it.
+	// ConfigMaps, unless written "secret/NAME" ("configmap/NAME" is accepted too), each matched
+	// literally. A listed object counts whether or not the Pod template references it. It is
+	// read on the workload only, not on its Pod template.
 	ReloadAnnotation = "app.example.com/reload"
 
 	// ConfigHashAnnotation is set on a workload's Pod template by the configmapwatcher when the
@@ -47,8 +48,10 @@ const (
 	ReloaderConfigMapAutoAnnotation = "configmap.reloader.stakater.com/auto"
 	// ReloaderSecretAutoAnnotation is ReloaderAutoAnnotation for Secrets only.
 	ReloaderSecretAutoAnnotation = "secret.reloader.stakater.com/auto"
-	// ReloaderConfigMapReloadAnnotation is a comma-separated list of ConfigMap names, each an
-	// anchored regular expression, to roll on whether or not the Pod template references them.
+	// ReloaderConfigMapReloadAnnotation is a comma-separated list of ConfigMaps to roll on
+	// whether or not the Pod template references them. An entry that is a valid object name is
+	// that name, matched literally (a dot is not a wildcard); any other entry is an anchored
+	// regular expression.
 	ReloaderConfigMapReloadAnnotation = "configmap.reloader.stakater.com/reload"
 	// ReloaderSecretReloadAnnotation is ReloaderConfigMapReloadAnnotation for Secrets.
 	ReloaderSecretReloadAnnotation = "secret.reloader.stakater.com/reload"
