@@ -262,3 +262,68 @@ func TestAlertRunbooks(t *testing.T) {
 		}
 	}
 }
+
+// TestGettingStartedShowsTheCRDsColumns: where getting-started runs `kubectl get` on one of our
+// kinds, its sample output has the columns the CRD prints (NAME, then each printer column of
+// priority 0), so that a column added or removed in apis/ cannot leave the page behind. The
+// walkthrough test of test/e2e checks every command's columns against a real cluster.
+func TestGettingStartedShowsTheCRDsColumns(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("docs", "getting-started.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(data)
+	crds, err := filepath.Glob(filepath.Join("config", "crd", "bases", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checked int
+	for _, path := range crds {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd struct {
+			Spec struct {
+				Names struct {
+					Plural, Singular string
+					ShortNames       []string `json:"shortNames"`
+				}
+				Versions []struct {
+					Columns []struct {
+						Name     string
+						Priority int
+					} `json:"additionalPrinterColumns"`
+				}
+			}
+		}
+		if err := yaml.Unmarshal(raw, &crd); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		names := append([]string{crd.Spec.Names.Plural, crd.Spec.Names.Singular}, crd.Spec.Names.ShortNames...)
+		got := regexp.MustCompile(`(?m)^kubectl get (` + strings.Join(names, "|") + `)\b`)
+		if !got.MatchString(page) || len(crd.Spec.Versions) != 1 {
+			continue
+		}
+		want := []string{"NAME"}
+		for _, c := range crd.Spec.Versions[0].Columns {
+			if c.Priority == 0 {
+				want = append(want, strings.ToUpper(c.Name))
+			}
+		}
+		checked++
+		found := false
+		for _, line := range strings.Split(page, "\n") {
+			if strings.Join(strings.Fields(line), " ") == strings.Join(want, " ") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("docs/getting-started.md runs `kubectl get %s` but no sample output shows its columns %q (from %s)", crd.Spec.Names.Singular, want, path)
+		}
+	}
+	if checked < 2 {
+		t.Errorf("checked the columns of only %d kinds; does the page still run `kubectl get` on a MyApp and a VerticalScaler?", checked)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,10 +19,29 @@ import (
 // gettingStarted is the walkthrough TestGettingStarted follows.
 var gettingStarted = filepath.Join(root, "docs", "getting-started.md")
 
-// walkthroughStep is one section of the walkthrough and the shell commands of its `sh` blocks.
+// walkthroughStep is one section of the walkthrough, the shell commands of its `sh` blocks,
+// and the lines of its `text` blocks (the sample output).
 type walkthroughStep struct {
 	title    string
 	commands []string
+	output   []string
+}
+
+// showsHeader says whether the step's sample output has a line of the same columns as header.
+func (s walkthroughStep) showsHeader(header string) bool {
+	want := strings.Fields(header)
+	for _, line := range s.output {
+		if slices.Equal(strings.Fields(line), want) {
+			return true
+		}
+	}
+	return false
+}
+
+// listsColumns says whether a command prints a table whose first line is its column headers,
+// which the page's sample output must show.
+func listsColumns(command string) bool {
+	return strings.HasPrefix(command, "kubectl get ") || strings.HasPrefix(command, "kubectl top ")
 }
 
 // TestGettingStarted follows docs/getting-started.md as a reader would: it runs `make run`'s
@@ -104,6 +124,11 @@ func TestGettingStarted(t *testing.T) {
 				if out, err = c.CombinedOutput(); err != nil {
 					return fmt.Errorf("step %q: %s: %v\n%s", step.title, line, err, out)
 				}
+				// The columns the reader sees are those the page shows ("No resources found"
+				// is tried again, as a reader would).
+				if header, _, _ := strings.Cut(string(out), "\n"); listsColumns(line) && !step.showsHeader(header) {
+					return fmt.Errorf("step %q: %s printed the columns %q, which the page's sample output does not show:\n%s", step.title, line, header, out)
+				}
 				return nil
 			})
 			t.Logf("step %q: $ %s\n%s", step.title, line, out)
@@ -130,7 +155,7 @@ func TestGettingStarted(t *testing.T) {
 }
 
 // readWalkthrough returns the page's steps (its "## " sections) with the commands of their
-// `sh` blocks, comments and blank lines left out.
+// `sh` blocks, comments and blank lines left out, and the lines of their `text` blocks.
 func readWalkthrough(t *testing.T) []walkthroughStep {
 	t.Helper()
 	f, err := os.Open(gettingStarted)
@@ -139,7 +164,7 @@ func readWalkthrough(t *testing.T) []walkthroughStep {
 	}
 	defer f.Close()
 	var steps []walkthroughStep
-	inShell, inBlock := false, false
+	inShell, inText, inBlock := false, false, false
 	comment := regexp.MustCompile(`\s+#\s.*$`)
 	s := bufio.NewScanner(f)
 	for s.Scan() {
@@ -147,7 +172,10 @@ func readWalkthrough(t *testing.T) []walkthroughStep {
 		switch {
 		case strings.HasPrefix(line, "```"):
 			inShell = !inBlock && strings.TrimPrefix(line, "```") == "sh"
+			inText = !inBlock && strings.TrimPrefix(line, "```") == "text"
 			inBlock = !inBlock
+		case inText && len(steps) > 0:
+			steps[len(steps)-1].output = append(steps[len(steps)-1].output, line)
 		case !inBlock && strings.HasPrefix(line, "## "):
 			steps = append(steps, walkthroughStep{title: strings.TrimPrefix(line, "## ")})
 		case inShell:
