@@ -23,6 +23,7 @@ import (
 // asks the API server, with SubjectAccessReviews, what users bound to each of those in one
 // namespace may do with every kind: what the roles' names say, in that namespace only.
 func TestUserRolesAggregate(t *testing.T) {
+	testenv.NeedsControllerManager(t)
 	objs := testenv.Kustomize(t, filepath.Join("..", "default"))
 	env := testenv.StartForTest(t)
 	ctx := context.Background()

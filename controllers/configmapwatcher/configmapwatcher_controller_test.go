@@ -92,7 +92,7 @@ func updateSource(t *testing.T, ns, name string, data map[string]string) {
 // opted-in workload while it runs, record a baseline on the workload's metadata and touch no
 // Pod template: generations stay, no config hash.
 func TestFirstSightRollsNothing(t *testing.T) {
-	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+	forEachKindInTurn(t, func(t *testing.T, k workloadKind, ns string) {
 		create(t, configMap(ns, "settings", map[string]string{"k": "v1"}), secret(ns, "db", map[string]string{"password": "p1"}))
 		spec := envFrom("settings")
 		spec.Containers[0].EnvFrom = append(spec.Containers[0].EnvFrom, secretEnvFrom("db").Containers[0].EnvFrom...)
@@ -171,9 +171,9 @@ func TestDataChangeRollsExactlyTheWorkloadsThatUseIt(t *testing.T) {
 			t.Run(tc.source, func(t *testing.T) {
 				updateSource(t, ns, tc.source, map[string]string{"k": fmt.Sprintf("v%d", i+2)})
 				updateConfigMap(t, ns, "cm-sentinel", map[string]string{"k": fmt.Sprintf("v%d", i+2)})
-				since := reconcileTotal(t)
+				since := k.reconcileTotal(t)
 				k.waitRolled(t, ns, before, "sentinel")
-				settle(t, since, 0)
+				k.settle(t, since, 0)
 				after := k.states(t, ns)
 				var rolled []string
 				for name, n := range counter.take(t, k, ns) {
@@ -222,9 +222,9 @@ func TestPerKey(t *testing.T) {
 		before = k.waitRolled(t, ns, before, "sentinel")
 		updateSecret(t, ns, "tls", map[string]string{"tls.crt": "c1", "tls.key": "k1", "ca.crt": "ca2"})
 		updateConfigMap(t, ns, "app", map[string]string{"a": "1", "b": "3"})
-		since := reconcileTotal(t)
+		since := k.reconcileTotal(t)
 		after := k.waitRolled(t, ns, before, "sentinel")
-		settle(t, since, 0)
+		k.settle(t, since, 0)
 		if after["web"] != before["web"] {
 			t.Errorf("%s web written after changes of keys it does not take: %+v, was %+v", k.name, after["web"], before["web"])
 		}
@@ -250,10 +250,10 @@ func TestUnchangedDataWritesNothing(t *testing.T) {
 		s := secret(ns, "db", map[string]string{"password": "p"})
 		create(t, cm, s, k.workload(ns, "web", "true", envFrom("settings")), k.workload(ns, "api", "secret/db", envFrom("other")))
 		k.waitRecorded(t, ns, "web", "api")
-		settle(t, reconcileTotal(t), 0)
+		k.settle(t, k.reconcileTotal(t), 0)
 		before := k.states(t, ns)
 		writes := k.writes(t)
-		since := reconcileTotal(t)
+		since := k.reconcileTotal(t)
 
 		cm.Labels = map[string]string{"team": "blue"}
 		if err := env.Client.Update(ctx, cm); err != nil {
@@ -265,7 +265,7 @@ func TestUnchangedDataWritesNothing(t *testing.T) {
 		}
 		// Two resyncs reconcile both workloads at least twice more.
 		time.Sleep(2500 * time.Millisecond)
-		settle(t, since, 4)
+		k.settle(t, since, 4)
 		if got := k.writes(t) - writes; got != 0 {
 			t.Errorf("the API server served %v writes to %s, want 0", got, k.resource)
 		}
@@ -290,13 +290,13 @@ func TestBurstRollsOnce(t *testing.T) {
 		create(t, k.workload(ns, "web", "true", spec))
 		before := k.waitRecorded(t, ns, "web")
 		counter := k.countRolls(t, ns)
-		since := reconcileTotal(t)
+		since := k.reconcileTotal(t)
 
 		updateConfigMap(t, ns, "app", map[string]string{"k": "2"})
 		updateConfigMap(t, ns, "flags", map[string]string{"k": "2"})
 		updateSecret(t, ns, "db", map[string]string{"k": "2"})
 		k.waitRolled(t, ns, before, "web")
-		settle(t, since, 1)
+		k.settle(t, since, 1)
 		if diff := cmp.Diff(map[string]int{"web": 1}, counter.take(t, k, ns)); diff != "" {
 			t.Errorf("rolls (-want +got):\n%s", diff)
 		}
@@ -324,14 +324,14 @@ func TestMissingSources(t *testing.T) {
 
 		// The ConfigMap appears: recorded, no roll, as Reloader without --reload-on-create.
 		create(t, configMap(ns, "later", map[string]string{"k": "v1"}))
-		since := reconcileTotal(t)
+		since := k.reconcileTotal(t)
 		testenv.Eventually(t, timeout, func() error {
 			if r := k.states(t, ns)["early"].Record; strings.Contains(r, `"ConfigMap/later":null`) {
 				return fmt.Errorf("record of early %s: the ConfigMap still recorded as missing", r)
 			}
 			return nil
 		})
-		settle(t, since, 0)
+		k.settle(t, since, 0)
 		after := k.states(t, ns)
 		if after["early"].Hash != before["early"].Hash {
 			t.Errorf("config hash of early moved from %q to %q at the ConfigMap's creation", before["early"].Hash, after["early"].Hash)
@@ -345,15 +345,15 @@ func TestMissingSources(t *testing.T) {
 			t.Fatal(err)
 		}
 		k.waitEvent(t, ns, "web", v1alpha1.ReasonSecretMissing, "Secret db not found: a deletion rolls nothing (--reload-on-delete is off)")
-		settle(t, reconcileTotal(t), 0)
+		k.settle(t, k.reconcileTotal(t), 0)
 		if diff := cmp.Diff(after, k.states(t, ns)); diff != "" {
 			t.Errorf("states after the Secret was deleted (-want +got):\n%s", diff)
 		}
 
 		// It comes back with the same data: nothing to roll nor write.
-		since = reconcileTotal(t)
+		since = k.reconcileTotal(t)
 		create(t, secret(ns, "db", map[string]string{"password": "p1"}))
-		settle(t, since, 1)
+		k.settle(t, since, 1)
 		if diff := cmp.Diff(after, k.states(t, ns)); diff != "" {
 			t.Errorf("states after the Secret came back unchanged (-want +got):\n%s", diff)
 		}
@@ -362,11 +362,11 @@ func TestMissingSources(t *testing.T) {
 		if err := env.Client.Delete(ctx, secret(ns, "db", nil)); err != nil {
 			t.Fatal(err)
 		}
-		settle(t, since+1, 1)
+		k.settle(t, since+1, 1)
 		create(t, secret(ns, "db", map[string]string{"password": "p2"}))
-		since = reconcileTotal(t)
+		since = k.reconcileTotal(t)
 		k.waitRolled(t, ns, after, "web")
-		settle(t, since, 0)
+		k.settle(t, since, 0)
 		if diff := cmp.Diff(map[string]int{"web": 1}, counter.take(t, k, ns)); diff != "" {
 			t.Errorf("rolls after the Secret came back with other data (-want +got):\n%s", diff)
 		}
@@ -378,7 +378,7 @@ func TestMissingSources(t *testing.T) {
 // another's labels, and starts a new manager: only the workload of the first rolls, and the API
 // server serves exactly that one write to the kind.
 func TestRestartRollsOnlyWhatChangedWhileDown(t *testing.T) {
-	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+	forEachKindInTurn(t, func(t *testing.T, k workloadKind, ns string) {
 		ctx := context.Background()
 		first := env.StartManager(t, "--controllers=configmapwatcher")
 		create(t, configMap(ns, "cm-a", map[string]string{"k": "v1"}), k.workload(ns, "a", "true", envFrom("cm-a")),
@@ -428,15 +428,15 @@ func TestInvalidAnnotation(t *testing.T) {
 		nothing := k.workload(ns, "nothing", "", secretEnvFrom("db"))
 		nothing.SetAnnotations(map[string]string{v1alpha1.ReloaderSecretReloadAnnotation: "db-[0-9"})
 		// The manager reconciles the workloads of the earlier tests first.
-		settle(t, reconcileTotal(t), 0)
-		since := reconcileTotal(t)
+		k.settle(t, k.reconcileTotal(t), 0)
+		since := k.reconcileTotal(t)
 		create(t, ours, theirs, nothing)
 		k.waitEvent(t, ns, "ours", v1alpha1.ReasonInvalidReloadAnnotation, v1alpha1.ReloadAnnotation, `"pod/x"`)
 		k.waitEvent(t, ns, "theirs", v1alpha1.ReasonInvalidReloadAnnotation, v1alpha1.ReloaderSecretReloadAnnotation, "on the workload", `"db-[0-9"`)
 		before := k.waitRecorded(t, ns, "ours", "theirs")
 		time.Sleep(2 * time.Second)
-		settle(t, since, 3)
-		if n := reconcileTotal(t) - since; n > 9 {
+		k.settle(t, since, 3)
+		if n := k.reconcileTotal(t) - since; n > 9 {
 			t.Errorf("%v reconciles of three workloads with invalid annotations in 2 s: a retry loop", n)
 		}
 		if s := before["nothing"]; s.Record != "" || s.Hash != "" {
@@ -445,9 +445,9 @@ func TestInvalidAnnotation(t *testing.T) {
 		counter := k.countRolls(t, ns)
 		updateConfigMap(t, ns, "settings", map[string]string{"k": "v2"})
 		updateSecret(t, ns, "db", map[string]string{"k": "v2"})
-		since = reconcileTotal(t)
+		since = k.reconcileTotal(t)
 		k.waitRolled(t, ns, before, "ours", "theirs")
-		settle(t, since, 0)
+		k.settle(t, since, 0)
 		if diff := cmp.Diff(map[string]int{"ours": 1, "theirs": 1}, counter.take(t, k, ns)); diff != "" {
 			t.Errorf("rolls: the valid entries must still count (-want +got):\n%s", diff)
 		}

@@ -23,7 +23,7 @@ func TestDigestKey(t *testing.T) {
 	ctx := context.Background()
 	keyNS := env.Namespace(t, "cmw-key-")
 	flag := "--config-digest-key-secret=" + keyNS + "/digest-key"
-	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+	forEachKindInTurn(t, func(t *testing.T, k workloadKind, ns string) {
 		first := env.StartManager(t, "--controllers=configmapwatcher", flag)
 		create(t, secret(ns, "db", map[string]string{"password": "hunter2"}), k.workload(ns, "web", "true", secretEnvFrom("db")))
 		before := k.waitRecorded(t, ns, "web")

@@ -64,9 +64,9 @@ func TestReloaderAnnotations(t *testing.T) {
 						updateConfigMap(t, ns, change, data)
 					}
 					updateConfigMap(t, ns, "sentinel", data)
-					since := reconcileTotal(t)
+					since := k.reconcileTotal(t)
 					before = k.waitRolled(t, ns, before, "sentinel")
-					settle(t, since, 0)
+					k.settle(t, since, 0)
 					var rolled []string
 					for name := range counter.take(t, k, ns) {
 						if name != "sentinel" {
@@ -93,7 +93,7 @@ func TestReloaderAnnotations(t *testing.T) {
 		forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
 			createReloaderCases(t, k, ns)
 			k.waitRecorded(t, ns, "sentinel")
-			settle(t, reconcileTotal(t), 0)
+			k.settle(t, k.reconcileTotal(t), 0)
 			for name, s := range k.states(t, ns) {
 				if name != "sentinel" && (s.Record != "" || s.Hash != "") {
 					t.Errorf("%s %s opted in with Reloader's annotations only was written with --reloader-annotations=false: %+v", k.name, name, s)
@@ -133,7 +133,7 @@ func createReloaderCases(t *testing.T, k workloadKind, ns string) {
 // apply would otherwise remove it, and roll the Pods); if the data changed meanwhile, it rolls
 // once.
 func TestUpgradeFromConfigHash(t *testing.T) {
-	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
+	forEachKindInTurn(t, func(t *testing.T, k workloadKind, ns string) {
 		create(t, configMap(ns, "settings", map[string]string{"k": "v1"}), configMap(ns, "other", map[string]string{"k": "v1"}))
 		current := legacyHash(t, ns, "settings")
 		for name, hash := range map[string]string{"current": current, "stale": "0123456789abcdef0123456789abcdef"} {

@@ -36,9 +36,9 @@ func TestDeletedSourceHoldsNothingBack(t *testing.T) {
 		}
 		k.waitEvent(t, ns, "web", v1alpha1.ReasonSecretMissing, "Secret db not found", "changes of the other sources still roll this workload")
 		updateConfigMap(t, ns, "app", map[string]string{"k": "v2"})
-		since := reconcileTotal(t)
+		since := k.reconcileTotal(t)
 		after := k.waitRolled(t, ns, before, "web")
-		settle(t, since, 0)
+		k.settle(t, since, 0)
 		if diff := cmp.Diff(map[string]int{"web": 1}, counter.take(t, k, ns)); diff != "" {
 			t.Errorf("rolls after the ConfigMap changed while the Secret was deleted (-want +got):\n%s", diff)
 		}
@@ -47,9 +47,9 @@ func TestDeletedSourceHoldsNothingBack(t *testing.T) {
 			t.Errorf("record %s: the deleted Secret's digests must stay", after["web"].Record)
 		}
 
-		since = reconcileTotal(t)
+		since = k.reconcileTotal(t)
 		create(t, secret(ns, "db", map[string]string{"password": "p1"}))
-		settle(t, since, 1)
+		k.settle(t, since, 1)
 		if diff := cmp.Diff(after, k.states(t, ns)); diff != "" {
 			t.Errorf("states after the Secret came back with its old data (-want +got):\n%s", diff)
 		}
@@ -68,14 +68,14 @@ func TestReloadOnDeleteAndCreate(t *testing.T) {
 		if err := env.Client.Delete(context.Background(), secret(ns, "db", nil)); err != nil {
 			t.Fatal(err)
 		}
-		since := reconcileTotal(t)
+		since := k.reconcileTotal(t)
 		after := k.waitRolled(t, ns, before, "web")
-		settle(t, since, 0)
+		k.settle(t, since, 0)
 		k.waitEvent(t, ns, "web", v1alpha1.ReasonConfigChanged, "Secret db: deleted")
 		create(t, secret(ns, "db", map[string]string{"password": "p1"}))
-		since = reconcileTotal(t)
+		since = k.reconcileTotal(t)
 		k.waitRolled(t, ns, after, "web")
-		settle(t, since, 0)
+		k.settle(t, since, 0)
 		k.waitEvent(t, ns, "web", v1alpha1.ReasonConfigChanged, "Secret db: created")
 		if diff := cmp.Diff(map[string]int{"web": 2}, counter.take(t, k, ns)); diff != "" {
 			t.Errorf("rolls for a deletion and a return (-want +got):\n%s", diff)
@@ -101,7 +101,7 @@ func TestAutoReloadAll(t *testing.T) {
 			k.workload(ns, "plain", "", spec), k.workload(ns, "other", "", envFrom("other")),
 			k.workload(ns, "no-sources", "", corev1.PodSpec{}), optedOut, oursOff, secretsOnly)
 		k.waitRecorded(t, ns, "plain", "other", "secrets-only")
-		settle(t, reconcileTotal(t), 0)
+		k.settle(t, k.reconcileTotal(t), 0)
 		before := k.states(t, ns)
 		for _, name := range []string{"no-sources", "opted-out", "ours-off"} {
 			if s := before[name]; s.Record != "" || s.Hash != "" {
@@ -115,13 +115,13 @@ func TestAutoReloadAll(t *testing.T) {
 		}
 		counter := k.countRolls(t, ns)
 		updateConfigMap(t, ns, "app", map[string]string{"k": "v2"})
-		since := reconcileTotal(t)
+		since := k.reconcileTotal(t)
 		k.waitRolled(t, ns, before, "plain")
-		settle(t, since, 0)
+		k.settle(t, since, 0)
 		updateSecret(t, ns, "db", map[string]string{"k": "v2"})
-		since = reconcileTotal(t)
+		since = k.reconcileTotal(t)
 		k.waitRolled(t, ns, before, "secrets-only")
-		settle(t, since, 0)
+		k.settle(t, since, 0)
 		if diff := cmp.Diff(map[string]int{"plain": 2, "secrets-only": 1}, counter.take(t, k, ns)); diff != "" {
 			t.Errorf("rolls (-want +got):\n%s", diff)
 		}

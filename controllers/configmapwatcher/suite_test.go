@@ -89,8 +89,22 @@ var kinds = []workloadKind{
 		func() client.ObjectList { return &batchv1.CronJobList{} }},
 }
 
-// forEachKind runs test once per workload kind, each in a namespace of its own.
+// forEachKind runs test once per workload kind, each in a namespace of its own, the kinds in
+// parallel: each kind has a controller of its own, and a test counts that one's reconciles
+// (k.reconcileTotal, k.settle), so that the kinds do not disturb each other's counts.
 func forEachKind(t *testing.T, test func(t *testing.T, k workloadKind, ns string)) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, k, env.Namespace(t, "cmw-"+strings.ToLower(k.name)+"-"))
+		})
+	}
+}
+
+// forEachKindInTurn is forEachKind one kind after the other, for a test that starts a manager
+// per kind: a manager acts on every namespace, and the controllers' metrics are the process's,
+// so two at once would roll and count each other's workloads.
+func forEachKindInTurn(t *testing.T, test func(t *testing.T, k workloadKind, ns string)) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			test(t, k, env.Namespace(t, "cmw-"+strings.ToLower(k.name)+"-"))
@@ -365,6 +379,25 @@ func settled(since float64, atLeast int) testenv.Quiet {
 func settle(t testing.TB, since float64, atLeast int) {
 	t.Helper()
 	testenv.WaitQuiet(t, testenv.InProcess, settled(since, atLeast))
+}
+
+// reconcileTotal returns how many reconciles the controller of kind k has finished.
+func (k workloadKind) reconcileTotal(t testing.TB) float64 {
+	t.Helper()
+	n, err := testenv.ReconcileTotal(k.controller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// settle is settle for the controller of kind k alone: at least atLeast of its reconciles since
+// its count was since, then it is idle and its count unchanged over five polls in a row.
+func (k workloadKind) settle(t testing.TB, since float64, atLeast int) {
+	t.Helper()
+	q := settled(since, atLeast)
+	q.Controllers = []string{k.controller}
+	testenv.WaitQuiet(t, testenv.InProcess, q)
 }
 
 // events returns the notes of the Events of reason about the workload ns/name of kind k.

@@ -79,22 +79,22 @@ func TestRecordWriteReconcilesNothingAgain(t *testing.T) {
 	env.StartManager(t, "--controllers=configmapwatcher", "--resync-interval=0")
 	forEachKind(t, func(t *testing.T, k workloadKind, ns string) {
 		create(t, configMap(ns, "settings", map[string]string{"k": "v1"}))
-		settle(t, reconcileTotal(t), 0)
-		since := reconcileTotal(t)
+		k.settle(t, k.reconcileTotal(t), 0)
+		since := k.reconcileTotal(t)
 		create(t, k.workload(ns, "web", "true", envFrom("settings")))
 		k.waitRecorded(t, ns, "web")
-		settle(t, since, 1)
+		k.settle(t, since, 1)
 		time.Sleep(time.Second)
-		if got := reconcileTotal(t) - since; got != 1 {
+		if got := k.reconcileTotal(t) - since; got != 1 {
 			t.Errorf("%v reconciles of a %s created and recorded, want 1", got, k.name)
 		}
 		// A roll is a change of the Pod template: reconciled once more, as the workload changed.
-		since, before := reconcileTotal(t), k.states(t, ns)
+		since, before := k.reconcileTotal(t), k.states(t, ns)
 		updateConfigMap(t, ns, "settings", map[string]string{"k": "v2"})
 		k.waitRolled(t, ns, before, "web")
-		settle(t, since, 1)
+		k.settle(t, since, 1)
 		time.Sleep(time.Second)
-		if got := reconcileTotal(t) - since; got > 2 {
+		if got := k.reconcileTotal(t) - since; got > 2 {
 			t.Errorf("%v reconciles of a %s rolled once, want at most 2 (the change, the roll's own template change)", got, k.name)
 		}
 	})

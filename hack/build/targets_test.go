@@ -92,6 +92,7 @@ func TestInstallAndDeployTargets(t *testing.T) {
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Skip("kubectl not found: the targets run it")
 	}
+	testenv.NeedsControllerManager(t)
 	env := testenv.StartForTest(t)
 	// kubectl delete waits until what it deletes is gone: a Namespace needs kube-controller-manager's
 	// namespace controller for that, which envtest does not run.

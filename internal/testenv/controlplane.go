@@ -23,13 +23,25 @@ func StartForTest(t testing.TB) *Env {
 	return env
 }
 
+// NeedsControllerManager skips the test unless SWITCHBOARD_E2E=1, as `make test-e2e` sets it:
+// kube-controller-manager is one of the local cluster's binaries, which `make test` does not
+// build (envtest needs only etcd and kube-apiserver), so the few envtest tests that run it belong
+// to the end-to-end run. A test calls it first, before it starts anything.
+func NeedsControllerManager(t testing.TB) {
+	t.Helper()
+	if os.Getenv("SWITCHBOARD_E2E") != "1" {
+		t.Skip("needs kube-controller-manager: runs in `make test-e2e` (SWITCHBOARD_E2E=1)")
+	}
+}
+
 // RunControllerManager runs kube-controller-manager's given controllers (by their --controllers
 // names, such as clusterrole-aggregation-controller) against the control plane for the rest of
 // the test, as the admin: envtest runs no controllers, and some behaviour a test asserts is
 // theirs, not the API server's. The binary is found where envtest's are (KUBEBUILDER_ASSETS, else
-// bin/k8s, where `make envtest-assets` builds it).
+// bin/k8s, where `make test-e2e` builds it); the test is skipped as NeedsControllerManager says.
 func (e *Env) RunControllerManager(t testing.TB, controllers ...string) *Process {
 	t.Helper()
+	NeedsControllerManager(t)
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
 		root, err := ModuleRoot()
