@@ -400,6 +400,37 @@ build-installer: image ## Write dist/install.yaml: config/default with IMG pinne
 	mv $(DIST)/install.yaml.tmp $(DIST)/install.yaml
 	@echo "Wrote $(DIST)/install.yaml"
 
+# The chart as `helm package` makes it (the files .helmignore leaves in, under switchboard/), so
+# that a release can attach it without Helm on the machine; test/helm loads it with Helm's loader.
+CHART_VERSION = $(shell sed -n 's/^version: *//p' charts/switchboard/Chart.yaml)
+CHART_PACKAGE ?= $(DIST)/switchboard-$(CHART_VERSION).tgz
+
+.PHONY: chart-package
+chart-package: ## Package charts/switchboard into dist/switchboard-<chart version>.tgz, as helm package does.
+	@mkdir -p $(dir $(CHART_PACKAGE))
+	tar --create --sort=name --mtime='$(BUILD_DATE)' --owner=0 --group=0 --numeric-owner \
+		--exclude-from=charts/switchboard/.helmignore -C charts switchboard | gzip -n > $(CHART_PACKAGE).tmp
+	mv $(CHART_PACKAGE).tmp $(CHART_PACKAGE)
+	@echo "Wrote $(CHART_PACKAGE)"
+
+# A release, up to the push (docs/releasing.md): `make release VERSION=v0.2.0`, with IMG naming
+# the registry it will be pushed to. Preflight refuses a dirty or tagged checkout and any place
+# that names another version; then every test, the image and installer, the chart's package,
+# and an annotated tag, all local. It prints what pushes them.
+.PHONY: release
+release: release-tool ## Cut release VERSION=vX.Y.Z up to the push: checks, every test, image, dist/install.yaml, chart package, local tag.
+	@[ "$(origin VERSION)" = "command line" ] || { echo "make release: give the version, VERSION=vX.Y.Z"; exit 2; }
+	$(RELEASE) preflight --dir=. --version=$(VERSION) --bundle-version=$(BUNDLE_VERSION)
+	$(MAKE) test
+	$(MAKE) lint
+	$(MAKE) test-e2e
+	$(MAKE) build-installer chart-package
+	git tag --annotate $(VERSION) --message="Switchboard $(VERSION)"
+	@echo "Tagged $(VERSION). Publish it with:"
+	@echo "  make image-push IMG=$(IMG)"
+	@echo "  git push origin $(VERSION)"
+	@echo "  and attach $(DIST)/install.yaml and $(CHART_PACKAGE) to the release of $(VERSION)."
+
 .PHONY: release-tool
 release-tool: ## Build hack/release (the image, push and installer tool) into bin/release.
 	cd hack/release && go build -o $(RELEASE) .

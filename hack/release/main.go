@@ -8,6 +8,7 @@
 //	release extract   --layout=dist/image --platform=linux/amd64 --file=manager --out=PATH
 //	release digest    --layout=dist/image
 //	release check     --image=IMG
+//	release preflight --version=vX.Y.Z --bundle-version=X.Y.Z
 //
 // It is a module of its own, so that the manager's go.mod does not carry go-containerregistry.
 package main
@@ -43,6 +44,7 @@ var commands = map[string]command{
 	"extract":   {"copy a file out of one platform's image of an OCI layout", bindExtract},
 	"digest":    {"print the digest of the image index of an OCI layout", bindDigest},
 	"check":     {"check that an image reference names a tag or a digest", bindCheck},
+	"preflight": {"check that the checkout can be released as a version: clean, untagged, every version its", bindPreflight},
 }
 
 // run runs the subcommand args[0] and returns the exit status: 0, 1 when it failed, 2 for bad
@@ -50,7 +52,7 @@ var commands = map[string]command{
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || commands[args[0]].bind == nil {
 		fmt.Fprintln(stderr, "usage: release COMMAND [flags]")
-		for _, name := range []string{"image", "push", "installer", "extract", "digest", "check"} {
+		for _, name := range []string{"image", "push", "installer", "extract", "digest", "check", "preflight"} {
 			fmt.Fprintf(stderr, "  %-10s %s\n", name, commands[name].summary)
 		}
 		return 2
