@@ -328,8 +328,10 @@ version: ## Print the version, commit and build date that builds stamp.
 
 # The image: GO_BUILD_MANAGER builds the manager for each of IMAGE_PLATFORMS, and hack/release
 # (go-containerregistry, a Go module of its own) packs the binaries into an OCI image index,
-# without Docker and without a base image: /manager, /etc/passwd and /etc/group, user 65532. Its
-# timestamps are the commit's, so that one commit gives one index digest. dist/ holds the OCI
+# without Docker and without a base image: /manager, /etc/passwd, /etc/group, and Mozilla's CA
+# roots at /etc/ssl/certs/ca-certificates.crt from the Go module
+# golang.org/x/crypto/x509roots/fallback (the version hack/release/go.mod requires); user 65532.
+# Its timestamps are the commit's, so that one commit gives one index digest. dist/ holds the OCI
 # layout, and a tarball for `docker load`, `kind load image-archive` and `ctr images import`
 # (named IMG; docker load takes the IMAGE_LOAD_PLATFORM image from it, this machine's).
 IMG ?= ghcr.io/example/switchboard:$(VERSION)
