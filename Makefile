@@ -185,9 +185,10 @@ E2E_RUN ?= .
 LOCALCLUSTER_ENV = KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER)
 
 # What ships is what is tested: the end-to-end tests run the manager binary taken out of the
-# image's layer for this machine's platform (IMAGE_LOAD_PLATFORM), and apply dist/install.yaml,
-# which pins that image by digest.
+# image's layer for this machine's platform (IMAGE_LOAD_PLATFORM), with the image's CA bundle
+# for its https webhook, and apply dist/install.yaml, which pins that image by digest.
 E2E_MANAGER ?= $(LOCALBIN)/e2e/manager
+E2E_CA_BUNDLE ?= $(LOCALBIN)/e2e/ca-certificates.crt
 
 # Packages whose tests include some that run only here (SWITCHBOARD_E2E=1), because they need
 # kube-controller-manager, which `make test` does not build: the user roles' aggregation and the
@@ -198,8 +199,9 @@ E2E_ENVTEST_PKGS ?= ./config/overlays/ ./hack/build/
 test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the image's manager as a process, deployed from config/ and dist/install.yaml, on a local cluster; then the short chaos run.
 	@mkdir -p $(dir $(E2E_MANAGER))
 	$(RELEASE) extract --layout=$(IMAGE_LAYOUT) --platform=$(IMAGE_LOAD_PLATFORM) --file=manager --out=$(E2E_MANAGER)
+	$(RELEASE) extract --layout=$(IMAGE_LAYOUT) --platform=$(IMAGE_LOAD_PLATFORM) --file=etc/ssl/certs/ca-certificates.crt --out=$(E2E_CA_BUNDLE)
 	SWITCHBOARD_E2E=1 $(LOCALCLUSTER_ENV) \
-		SWITCHBOARD_E2E_MANAGER=$(E2E_MANAGER) SWITCHBOARD_E2E_INSTALLER=$(DIST)/install.yaml \
+		SWITCHBOARD_E2E_MANAGER=$(E2E_MANAGER) SWITCHBOARD_E2E_CA_BUNDLE=$(E2E_CA_BUNDLE) SWITCHBOARD_E2E_INSTALLER=$(DIST)/install.yaml \
 		SWITCHBOARD_E2E_IMAGE_DIGEST=$$($(RELEASE) digest --layout=$(IMAGE_LAYOUT)) SWITCHBOARD_E2E_VERSION=$(VERSION) \
 		go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
 	SWITCHBOARD_E2E=1 go test $(E2E_ENVTEST_PKGS) -run '$(E2E_RUN)' -count=1 -timeout 20m
