@@ -207,9 +207,10 @@ E2E_RUN ?= .
 LOCALCLUSTER_ENV = KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_METRICS) METRICS_SERVER=$(METRICS_SERVER)
 
 # What ships is what is tested: the end-to-end tests run the manager binary taken out of the
-# image's layer for this machine's platform (IMAGE_LOAD_PLATFORM), and apply dist/install.yaml,
-# which pins that image by digest.
+# image's layer for this machine's platform (IMAGE_LOAD_PLATFORM), with the image's CA bundle
+# for its https webhook, and apply dist/install.yaml, which pins that image by digest.
 E2E_MANAGER ?= $(LOCALBIN)/e2e/manager
+E2E_CA_BUNDLE ?= $(LOCALBIN)/e2e/ca-certificates.crt
 
 # Packages whose tests include some that run only here (SWITCHBOARD_E2E=1), because they need
 # kube-controller-manager, which `make test` does not build: the user roles' aggregation and the
@@ -220,8 +221,9 @@ E2E_ENVTEST_PKGS ?= ./config/overlays/ ./hack/build/
 test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the image's manager as a process, deployed from config/ and dist/install.yaml, on a local cluster; then the short chaos run.
 	@mkdir -p $(dir $(E2E_MANAGER))
 	$(RELEASE) extract --layout=$(IMAGE_LAYOUT) --platform=$(IMAGE_LOAD_PLATFORM) --file=manager --out=$(E2E_MANAGER)
+	$(RELEASE) extract --layout=$(IMAGE_LAYOUT) --platform=$(IMAGE_LOAD_PLATFORM) --file=etc/ssl/certs/ca-certificates.crt --out=$(E2E_CA_BUNDLE)
 	SWITCHBOARD_E2E=1 $(LOCALCLUSTER_ENV) \
-		SWITCHBOARD_E2E_MANAGER=$(E2E_MANAGER) SWITCHBOARD_E2E_INSTALLER=$(DIST)/install.yaml \
+		SWITCHBOARD_E2E_MANAGER=$(E2E_MANAGER) SWITCHBOARD_E2E_CA_BUNDLE=$(E2E_CA_BUNDLE) SWITCHBOARD_E2E_INSTALLER=$(DIST)/install.yaml \
 		SWITCHBOARD_E2E_IMAGE_DIGEST=$$($(RELEASE) digest --layout=$(IMAGE_LAYOUT)) SWITCHBOARD_E2E_VERSION=$(VERSION) \
 		go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
 	SWITCHBOARD_E2E=1 go test $(E2E_ENVTEST_PKGS) -run '$(E2E_RUN)' -count=1 -timeout 20m
@@ -363,8 +365,10 @@ version: ## Print the version, commit and build date that builds stamp.
 
 # The image: GO_BUILD_MANAGER builds the manager for each of IMAGE_PLATFORMS, and hack/release
 # (go-containerregistry, a Go module of its own) packs the binaries into an OCI image index,
-# without Docker and without a base image: /manager, /etc/passwd and /etc/group, user 65532. Its
-# timestamps are the commit's, so that one commit gives one index digest. dist/ holds the OCI
+# without Docker and without a base image: /manager, /etc/passwd, /etc/group, and Mozilla's CA
+# roots at /etc/ssl/certs/ca-certificates.crt from the Go module
+# golang.org/x/crypto/x509roots/fallback (the version hack/release/go.mod requires); user 65532.
+# Its timestamps are the commit's, so that one commit gives one index digest. dist/ holds the OCI
 # layout, and a tarball for `docker load`, `kind load image-archive` and `ctr images import`
 # (named IMG; docker load takes the IMAGE_LOAD_PLATFORM image from it, this machine's).
 IMG ?= ghcr.io/example/switchboard:$(VERSION)

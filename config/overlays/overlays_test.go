@@ -132,7 +132,7 @@ func TestEveryControllerHasAComponent(t *testing.T) {
 
 // optionalComponents are the components outside config/components that an overlay may add:
 // they select no controller.
-var optionalComponents = []string{"alerts", "certmanager", "grafana"}
+var optionalComponents = []string{"alerts", "certmanager", "grafana", "trusted-ca"}
 
 // listedComponents returns the names of the controller components (config/components) a
 // kustomization lists, and of the optional ones (config/certmanager, ...).

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 
@@ -18,7 +19,7 @@ func bindExtract(fs *flag.FlagSet) func(context.Context, io.Reader, io.Writer) e
 	fs.StringVar(&layoutDir, "layout", "", "the OCI layout make image wrote")
 	fs.StringVar(&platform, "platform", "", "whose image to read, OS/ARCH")
 	fs.StringVar(&file, "file", entryFile, "the file's path in the image")
-	fs.StringVar(&out, "out", "", "where to write the file (executable)")
+	fs.StringVar(&out, "out", "", "where to write the file, with the permissions it has in the image")
 	return func(_ context.Context, _ io.Reader, _ io.Writer) error {
 		if layoutDir == "" || platform == "" || out == "" {
 			return badArgumentf("--layout, --platform and --out are required")
@@ -42,7 +43,8 @@ func bindExtract(fs *flag.FlagSet) func(context.Context, io.Reader, io.Writer) e
 	}
 }
 
-// extractFile writes the regular file name of a filesystem tar to out, executable.
+// extractFile writes the regular file name of a filesystem tar to out, with its permissions in
+// the image: the manager executable, the CA bundle read-only.
 func extractFile(tr *tar.Reader, name, out string) error {
 	for {
 		h, err := tr.Next()
@@ -61,7 +63,7 @@ func extractFile(tr *tar.Reader, name, out string) error {
 		}); err != nil {
 			return err
 		}
-		return os.Chmod(out, 0o755)
+		return os.Chmod(out, fs.FileMode(h.Mode).Perm())
 	}
 }
 

@@ -45,6 +45,10 @@ type imageSpec struct {
 	// which every timestamp in the image is, so that one commit gives one digest.
 	version, revision, source string
 	created                   time.Time
+	// caBundle is the CA bundle (PEM) at /etc/ssl/certs/ca-certificates.crt, and
+	// caBundleSource the module@version it comes from, for its label.
+	caBundle       []byte
+	caBundleSource string
 }
 
 // platformFile is a file built for a platform.
@@ -62,6 +66,7 @@ func (s imageSpec) labels() map[string]string {
 		"org.opencontainers.image.revision":    s.revision,
 		"org.opencontainers.image.version":     s.version,
 		"org.opencontainers.image.created":     s.created.UTC().Format(time.RFC3339),
+		labelCABundle:                          s.caBundleSource,
 	}
 }
 
@@ -98,14 +103,14 @@ type containerImage struct{ v1.Image }
 // ArtifactType is empty: a container image.
 func (containerImage) ArtifactType() (string, error) { return "", nil }
 
-// buildImage returns the image of one platform: its binary at /manager, /etc/passwd and
-// /etc/group, run as the non-root user.
+// buildImage returns the image of one platform: its binary at /manager, /etc/passwd,
+// /etc/group and the CA bundle, run as the non-root user.
 func buildImage(spec imageSpec, b platformFile) (v1.Image, error) {
 	binary, err := os.ReadFile(b.path)
 	if err != nil {
 		return nil, err
 	}
-	layerTar, err := rootFS(binary, spec.created)
+	layerTar, err := rootFS(binary, spec.caBundle, spec.created)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +124,7 @@ func buildImage(spec imageSpec, b platformFile) (v1.Image, error) {
 	img, err = mutate.Append(img, mutate.Addendum{
 		Layer:     layer,
 		MediaType: types.OCILayer,
-		History:   v1.History{Created: created, CreatedBy: "make image: /" + entryFile + ", /etc/passwd, /etc/group", Comment: "hack/release"},
+		History:   v1.History{Created: created, CreatedBy: "make image: /" + entryFile + ", /etc/passwd, /etc/group, /" + caBundlePath + " (" + spec.caBundleSource + ")", Comment: "hack/release"},
 	})
 	if err != nil {
 		return nil, err
@@ -142,7 +147,7 @@ func buildImage(spec imageSpec, b platformFile) (v1.Image, error) {
 
 // rootFS returns the layer's tar: every entry owned by root, read-only but for the user's home,
 // dated created.
-func rootFS(binary []byte, created time.Time) ([]byte, error) {
+func rootFS(binary, caBundle []byte, created time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	entries := []struct {
@@ -152,6 +157,9 @@ func rootFS(binary []byte, created time.Time) ([]byte, error) {
 		{tar.Header{Typeflag: tar.TypeDir, Name: "etc/", Mode: 0o755}, nil},
 		{tar.Header{Typeflag: tar.TypeReg, Name: "etc/group", Mode: 0o444}, []byte(group)},
 		{tar.Header{Typeflag: tar.TypeReg, Name: "etc/passwd", Mode: 0o444}, []byte(passwd)},
+		{tar.Header{Typeflag: tar.TypeDir, Name: "etc/ssl/", Mode: 0o755}, nil},
+		{tar.Header{Typeflag: tar.TypeDir, Name: "etc/ssl/certs/", Mode: 0o755}, nil},
+		{tar.Header{Typeflag: tar.TypeReg, Name: caBundlePath, Mode: 0o444}, caBundle},
 		{tar.Header{Typeflag: tar.TypeDir, Name: "home/", Mode: 0o755}, nil},
 		{tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(userHome, "/") + "/", Mode: 0o700, Uid: userID, Gid: userID, Uname: userName, Gname: userName}, nil},
 		{tar.Header{Typeflag: tar.TypeReg, Name: entryFile, Mode: 0o555}, binary},
@@ -246,6 +254,10 @@ func bindImage(fs *flag.FlagSet) func(context.Context, io.Reader, io.Writer) err
 			return badArgumentf("--created=%q is not an RFC 3339 time: make image reads the commit's time from git; outside a git checkout, give BUILD_DATE=2006-01-02T15:04:05Z", created)
 		}
 		spec.created, spec.binaries = t, binaries
+		spec.caBundle, _ = caBundle()
+		if spec.caBundleSource, err = caBundleSource(); err != nil {
+			return err
+		}
 		ref, err := parseReference(imageName)
 		if err != nil {
 			return err

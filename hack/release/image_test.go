@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -77,8 +78,9 @@ func buildTestImage(t *testing.T, dir string, extra ...string) testImage {
 }
 
 // TestImage checks the image index with go-containerregistry's own readers: valid, one image
-// per platform, each the binary at /manager and the user's /etc/passwd entry, nothing else (no
-// shell), run as 65532, labelled.
+// per platform, each the binary at /manager, the user's /etc/passwd entry and the CA bundle at
+// the path Go reads on Linux, nothing else (no shell), run as 65532, labelled with the bundle's
+// source.
 func TestImage(t *testing.T) {
 	built := buildTestImage(t, t.TempDir())
 	idx, digest, err := readLayout(built.layout)
@@ -99,7 +101,9 @@ func TestImage(t *testing.T) {
 		"org.opencontainers.image.revision":    "0123456789abcdef0123456789abcdef01234567",
 		"org.opencontainers.image.version":     "v1.2.3",
 		"org.opencontainers.image.created":     "2026-05-06T07:08:09Z",
+		"com.example.switchboard.ca-bundle":    goModRequirement(t, caBundleModule),
 	}
+	bundle, roots := caBundle()
 	if m.MediaType != types.OCIImageIndex {
 		t.Errorf("index media type %s, want %s", m.MediaType, types.OCIImageIndex)
 	}
@@ -129,17 +133,28 @@ func TestImage(t *testing.T) {
 		}
 		files := filesystem(t, img)
 		wantFiles := map[string]string{
-			"etc":          "dir 755 0:0",
-			"etc/group":    "file 444 0:0 root:x:0:\nnonroot:x:65532:\n",
-			"etc/passwd":   "file 444 0:0 root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
-			"home":         "dir 755 0:0",
-			"home/nonroot": "dir 700 65532:65532",
-			"manager":      "file 555 0:0 " + string(built.binaries[d.Platform.String()]),
+			"etc":                               "dir 755 0:0",
+			"etc/group":                         "file 444 0:0 root:x:0:\nnonroot:x:65532:\n",
+			"etc/passwd":                        "file 444 0:0 root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
+			"etc/ssl":                           "dir 755 0:0",
+			"etc/ssl/certs":                     "dir 755 0:0",
+			"etc/ssl/certs/ca-certificates.crt": "file 444 0:0 " + string(bundle),
+			"home":                              "dir 755 0:0",
+			"home/nonroot":                      "dir 700 65532:65532",
+			"manager":                           "file 555 0:0 " + string(built.binaries[d.Platform.String()]),
 		}
 		// Every file listed, and nothing else: no shell (the passwd entries' /sbin/nologin
 		// does not exist either), no package manager.
 		if diff := cmp.Diff(wantFiles, files); diff != "" {
 			t.Errorf("%s filesystem (-want +got):\n%s", d.Platform, diff)
+		}
+		// The bundle as Go reads it: every root a certificate, all of them in the pool.
+		inImage := strings.TrimPrefix(files["etc/ssl/certs/ca-certificates.crt"], "file 444 0:0 ")
+		if certs := parseBundle(t, []byte(inImage)); len(certs) == 0 || len(certs) != roots {
+			t.Errorf("%s: the image's CA bundle holds %d certificates, want the %d roots of %s", d.Platform, len(certs), roots, caBundleModule)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM([]byte(inImage)) {
+			t.Errorf("%s: crypto/x509 reads no certificate from the image's CA bundle", d.Platform)
 		}
 	}
 	if diff := cmp.Diff([]string{"linux/amd64", "linux/arm64"}, platforms); diff != "" {
@@ -236,6 +251,22 @@ func TestImage(t *testing.T) {
 		}
 		if !bytes.Equal(data, built.binaries["linux/arm64"]) {
 			t.Error("release extract --platform=linux/arm64 did not write the arm64 binary")
+		}
+		bundleOut := filepath.Join(t.TempDir(), "ca-certificates.crt")
+		if code, _, stderr := runRelease(t, nil, "extract", "--layout="+built.layout, "--platform=linux/amd64", "--file=/"+caBundlePath, "--out="+bundleOut); code != 0 {
+			t.Fatalf("release extract --file=/%s: exit %d\n%s", caBundlePath, code, stderr)
+		}
+		for _, f := range []struct {
+			path string
+			mode os.FileMode
+		}{{out, 0o555}, {bundleOut, 0o444}} {
+			info, err := os.Stat(f.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Mode().Perm() != f.mode {
+				t.Errorf("%s: mode %v, want the image's %v", f.path, info.Mode().Perm(), f.mode)
+			}
 		}
 		if code, _, stderr := runRelease(t, nil, "extract", "--layout="+built.layout, "--platform=linux/s390x", "--out="+out); code != 1 || !strings.Contains(stderr, "no image for linux/s390x") {
 			t.Errorf("extracting for a platform the index lacks: exit %d\n%s", code, stderr)

@@ -88,9 +88,9 @@ func versionOf(out string) map[string]string {
 
 // TestMakeImageIsReproducible runs `make image` in two clones of one commit: the same index
 // digest, the same tarball. It then checks what the build says it is (the binary taken out of
-// the image), the installer's refusal of an IMG without a tag and its pinning, `make
-// image-push` to a registry on loopback, and that a clone with an uncommitted change builds a
-// -dirty version.
+// the image), its CA bundle and the label naming it, the installer's refusal of an IMG without
+// a tag and its pinning, `make image-push` to a registry on loopback, and that a clone with an
+// uncommitted change builds a -dirty version.
 //
 // It runs in `make test-e2e` (SWITCHBOARD_E2E=1), which builds the image anyway: on an empty
 // build cache the two builds for linux/arm64 take minutes, more than `make test` may.
@@ -158,6 +158,29 @@ func TestMakeImageIsReproducible(t *testing.T) {
 			if err := f.Close(); err != nil {
 				t.Error(err)
 			}
+		}
+	})
+
+	t.Run("the image's CA bundle is the module's that its label names", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "ca-certificates.crt")
+		runIn(t, dir, filepath.Join("bin", "release"), "extract", "--layout=dist/image", "--platform=linux/"+goarch(t), "--file="+caBundlePath, "--out="+out)
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, roots := caBundle(); !bytes.Equal(data, want) || len(parseBundle(t, data)) != roots {
+			t.Errorf("the image's /%s is not the %d roots of %s this module requires", caBundlePath, roots, caBundleModule)
+		}
+		idx, _, err := readLayout(filepath.Join(dir, "dist", "image"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := m.Annotations[labelCABundle], goModRequirement(t, caBundleModule); got != want {
+			t.Errorf("the image's %s is %q, want %q", labelCABundle, got, want)
 		}
 	})
 

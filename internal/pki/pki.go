@@ -27,6 +27,20 @@ type Authority struct {
 // NewAuthority makes a self-signed certificate authority named name whose certificate, and
 // every certificate it issues, is valid for validity from a minute ago.
 func NewAuthority(name string, validity time.Duration) (*Authority, error) {
+	return newAuthority(name, nil, validity)
+}
+
+// NewLookalikeAuthority is NewAuthority for an authority whose certificate has the subject of
+// another's, byte for byte, and a key of its own. A client that trusts the other takes it for a
+// candidate issuer of what this one signs, fails on the signature, and names the other in its
+// error (crypto/x509: "... while trying to verify candidate authority certificate NAME"): a
+// test can so show which roots a client loaded without holding a key of theirs.
+func NewLookalikeAuthority(of *x509.Certificate, validity time.Duration) (*Authority, error) {
+	return newAuthority(of.Subject.String(), of.RawSubject, validity)
+}
+
+// newAuthority makes the authority: named name, with the subject rawSubject when not nil.
+func newAuthority(name string, rawSubject []byte, validity time.Duration) (*Authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating the key of %s: %w", name, err)
@@ -35,6 +49,7 @@ func NewAuthority(name string, validity time.Duration) (*Authority, error) {
 	if err != nil {
 		return nil, err
 	}
+	template.RawSubject = rawSubject
 	template.IsCA = true
 	template.BasicConstraintsValid = true
 	template.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature

@@ -3,6 +3,7 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"net"
 	"strings"
 	"testing"
@@ -51,5 +52,41 @@ func TestIssuedCertificateVerifies(t *testing.T) {
 	}
 	if got := leaf.NotAfter.Sub(leaf.NotBefore); got != time.Hour+time.Minute {
 		t.Errorf("validity %s, want an hour from a minute ago", got)
+	}
+}
+
+// TestLookalikeAuthority: what a lookalike signs verifies against the lookalike, and against
+// the authority it looks like fails with crypto/x509's error naming that authority, which is
+// how a test tells which roots a client loaded.
+func TestLookalikeAuthority(t *testing.T) {
+	original, err := NewAuthority("Original Root CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookalike, err := NewLookalikeAuthority(original.cert, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, _, err := lookalike.Issue("server", x509.ExtKeyUsageServerAuth, nil, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(certPEM)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := func(authority *Authority) error {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(authority.CertPEM())
+		_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		return err
+	}
+	if err := verify(lookalike); err != nil {
+		t.Errorf("verifying against the lookalike: %v", err)
+	}
+	want := `x509: certificate signed by unknown authority (possibly because of "x509: ECDSA verification failure" while trying to verify candidate authority certificate "Original Root CA")`
+	if err := verify(original); err == nil || err.Error() != want {
+		t.Errorf("verifying against the original: %v, want %s", err, want)
 	}
 }

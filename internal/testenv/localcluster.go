@@ -215,6 +215,14 @@ func (c *LocalCluster) ServiceAccountKubeconfig(t testing.TB) (string, *rest.Con
 // --metrics-secure=false.
 func RunManager(t testing.TB, binary, kubeconfig string, deploymentArgs []string, extra ...string) *Process {
 	t.Helper()
+	return RunManagerAs(t, Command{Binary: binary}, kubeconfig, deploymentArgs, extra...)
+}
+
+// RunManagerAs is RunManager for a manager confined as c says (Root, User, Env), such as the
+// image's binary in a root laid out as the image's filesystem: c.Binary and kubeconfig are then
+// paths inside c.Root.
+func RunManagerAs(t testing.TB, c Command, kubeconfig string, deploymentArgs []string, extra ...string) *Process {
+	t.Helper()
 	probes, metrics := FreeAddress(t), FreeAddress(t)
 	args := append([]string{}, deploymentArgs...)
 	args = append(args,
@@ -228,5 +236,6 @@ func RunManager(t testing.TB, binary, kubeconfig string, deploymentArgs []string
 		args = append(args, "--zap-log-level=debug")
 	}
 	args = append(args, extra...)
-	return RunProcess(t, Command{Binary: binary, Args: args, ProbeAddress: probes, MetricsAddress: metrics, LogDir: logDir})
+	c.Args, c.ProbeAddress, c.MetricsAddress, c.LogDir = args, probes, metrics, logDir
+	return RunProcess(t, c)
 }

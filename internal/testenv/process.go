@@ -92,6 +92,15 @@ type Command struct {
 	// LogDir, when set, is where RunProcess saves the program's output when the test ends, as
 	// TEST-NN.log, NN numbering the processes of the test binary in start order.
 	LogDir string
+	// Root, when set, is the directory the program runs in as its root (chroot, which needs
+	// root), as a container runs in its image's filesystem: Binary and the paths in Args are
+	// then inside it.
+	Root string
+	// User, when set, is the user and group the program runs as, as an image's User.
+	User *syscall.Credential
+	// Env, when not nil, is the program's whole environment, as a container's is: nothing of
+	// the test's. Nil passes on the test's.
+	Env []string
 }
 
 // Process is a running Command. Its methods return errors rather than fail a test, so that
@@ -112,7 +121,12 @@ func StartProcess(c Command) (*Process, error) {
 	p := &Process{Command: c, output: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(c.Binary, c.Args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Chroot: c.Root, Credential: c.User}
+	p.cmd.Env = c.Env
+	if c.Root != "" {
+		// chroot leaves the working directory outside the new root.
+		p.cmd.Dir = "/"
+	}
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", c.Binary, err)
 	}

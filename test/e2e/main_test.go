@@ -5,7 +5,8 @@
 //
 // The manager is the binary of the image users pull: `make test-e2e` builds the image and the
 // installer (make image, make build-installer), takes the binary out of the image's layer for
-// this machine's platform, and names it in SWITCHBOARD_E2E_MANAGER. No test builds another.
+// this machine's platform, and names it in SWITCHBOARD_E2E_MANAGER (and the image's CA bundle in
+// SWITCHBOARD_E2E_CA_BUNDLE). No test builds another.
 package e2e
 
 import (

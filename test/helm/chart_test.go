@@ -182,6 +182,8 @@ var equivalences = []struct {
 	{"monitored", "ci/monitored-values.yaml", kustomization{dir: "overlays/monitored"}},
 	{"cert-manager without a ServiceMonitor", "metrics: {certificate: {certManager: {enabled: true}}}",
 		kustomization{resources: []string{"default"}, components: []string{"certmanager"}}},
+	{"a CA to trust", "trustedCA: {configMapName: switchboard-trusted-ca}",
+		kustomization{resources: []string{"default"}, components: []string{"trusted-ca"}}},
 }
 
 // values returns a case's values: a file of the chart's, or YAML.
@@ -568,6 +570,15 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"capabilities added", "securityContext: {capabilities: {add: [SYS_ADMIN]}}", "at '/securityContext/capabilities/add/0'"},
 		{"a bad certificate Secret", "metrics: {certificate: {secretName: Metrics_Cert}}", "at '/metrics/certificate/secretName'"},
 		{"a bad dashboard namespace", "grafana: {dashboard: {enabled: true, namespace: Monitoring}}", "at '/grafana/dashboard/namespace'"},
+		{"a variable without a name", "extraEnv: [{value: x}]", "at '/extraEnv/0'"},
+		{"a variable's name with =", "extraEnv: [{name: 'A=B', value: x}]", "at '/extraEnv/0/name'"},
+		{"a variable's unknown field", "extraEnv: [{name: A, default: x}]", "at '/extraEnv/0'"},
+		{"a volume without a name", "extraVolumes: [{emptyDir: {}}]", "at '/extraVolumes/0'"},
+		{"a volume mount without a path", "extraVolumeMounts: [{name: tmp}]", "at '/extraVolumeMounts/0'"},
+		{"a relative mount path", "extraVolumeMounts: [{name: tmp, mountPath: tmp}]", "at '/extraVolumeMounts/0/mountPath'"},
+		{"a bad trusted CA ConfigMap", "trustedCA: {configMapName: Corp_CA}", "at '/trustedCA/configMapName'"},
+		{"a bad trusted CA key", "trustedCA: {secretName: corp-ca, key: 'a/b'}", "at '/trustedCA/key'"},
+		{"a trusted CA file", "trustedCA: {file: /etc/ca.pem}", "additional properties 'file' not allowed"},
 		// What the schema cannot say, the templates refuse, naming the values.
 		{"every controller off", "controllers: {myapp: {enabled: false}, verticalscaler: {enabled: false}, configmapwatcher: {enabled: false}}", "controllers: every controller is off"},
 		{"every kind off", "controllers: {configmapwatcher: {kinds: {deployments: false, statefulsets: false, daemonsets: false, cronjobs: false, jobs: false, rollouts: false}}}", "controllers.configmapwatcher.kinds: every kind is off"},
@@ -576,6 +587,13 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"replicas without leader election", "replicaCount: 3\nleaderElection: {enabled: false}", "replicaCount > 1 needs leaderElection.enabled"},
 		{"a Lease per controller without leader election", "leaderElection: {enabled: false, scope: controller}", "leaderElection.scope=controller needs leaderElection.enabled"},
 		{"two certificates", "metrics: {certificate: {certManager: {enabled: true}, secretName: mine}}", "metrics.certificate: certManager.enabled and secretName are both set"},
+		{"two trusted CAs", "trustedCA: {configMapName: corp-ca, secretName: corp-ca}", "trustedCA: configMapName and secretName are both set"},
+		{"a variable the chart sets", "extraEnv: [{name: POD_NAMESPACE, value: x}]", "extraEnv: POD_NAMESPACE is set twice"},
+		{"SSL_CERT_DIR beside trustedCA", "trustedCA: {configMapName: corp-ca}\nextraEnv: [{name: SSL_CERT_DIR, value: /x}]", "extraEnv: SSL_CERT_DIR is set twice"},
+		{"a variable of Reloader's values", "reloader: {deployment: {env: {open: {ALERT_SINK: slack}}}}\nextraEnv: [{name: ALERT_SINK, value: raw}]", "extraEnv: ALERT_SINK is set twice"},
+		{"a variable twice", "extraEnv: [{name: A, value: one}, {name: A, value: two}]", "extraEnv: A is set twice"},
+		{"a volume name of the chart's", "extraVolumes: [{name: trusted-ca, emptyDir: {}}]", "extraVolumes: the volume name trusted-ca is used twice"},
+		{"a volume of Reloader's values", "reloader: {deployment: {volumes: [{name: tmp, emptyDir: {}}]}}\nextraVolumes: [{name: tmp, emptyDir: {}}]", "extraVolumes: the volume name tmp is used twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := install(t, tc.values)

@@ -173,6 +173,42 @@ or the user's; empty when the manager makes a self-signed one.
 {{- end }}
 
 {{/*
+Where the manager reads the CA of trustedCA: a directory that SSL_CERT_DIR names, so that Go
+reads it besides the image's CA bundle (config/trusted-ca mounts it at the same path).
+*/}}
+{{- define "switchboard.trustedCAPath" -}}
+/etc/switchboard/trusted-ca
+{{- end }}
+
+{{/*
+extraEnv and extraVolumes, refused where they would set what the chart sets or name one thing
+twice: Kubernetes would take the last of two variables silently, and refuse two volumes of one
+name only when it creates the Pods, after the install succeeded.
+*/}}
+{{- define "switchboard.checkExtras" -}}
+{{- $names := list "POD_NAMESPACE" "SWITCHBOARD_WEBHOOK_URL" }}
+{{- if .trustCA }}
+{{- $names = append $names "SSL_CERT_DIR" }}
+{{- end }}
+{{- range .values.fromReloader.env }}
+{{- $names = append $names .name }}
+{{- end }}
+{{- range .values.extraEnv }}
+{{- if has .name $names }}
+{{- fail (printf "extraEnv: %s is set twice (the chart sets POD_NAMESPACE, SWITCHBOARD_WEBHOOK_URL, and SSL_CERT_DIR with trustedCA; reloader.deployment.env sets its own)" .name) }}
+{{- end }}
+{{- $names = append $names .name }}
+{{- end }}
+{{- $volumes := list "metrics-certs" "trusted-ca" }}
+{{- range concat (.values.fromReloader.volumes | default list) .values.extraVolumes }}
+{{- if has .name $volumes }}
+{{- fail (printf "extraVolumes: the volume name %s is used twice (metrics-certs and trusted-ca are the chart's; reloader.deployment.volumes has its own)" .name) }}
+{{- end }}
+{{- $volumes = append $volumes .name }}
+{{- end }}
+{{- end }}
+
+{{/*
 Where the configmapwatcher's webhook URL comes from, when a Secret holds it: the container's
 environment variable, which the args name as $(SWITCHBOARD_WEBHOOK_URL) for the kubelet to expand.
 Empty when the URL is a value, or there is none.
