@@ -439,17 +439,25 @@ release: release-tool ## Cut release VERSION=vX.Y.Z up to the push: checks, ever
 release-tool: ## Build hack/release (the image, push and installer tool) into bin/release.
 	cd hack/release && go build -o $(RELEASE) .
 
-# Without KUBECONFIG (in the environment or on the command line), `make run` starts a local
-# cluster and runs the manager on it; with KUBECONFIG, it runs the manager on that cluster.
+# `make run` runs the manager on the local cluster it starts (cmd/localcluster), whatever
+# KUBECONFIG says: a KUBECONFIG exported in the shell names the cluster kubectl talks to, maybe
+# a production one, not one the user chose for a development run, and the manager would run
+# every controller there. RUN_KUBECONFIG=path, on make's command line, runs it on that
+# kubeconfig's cluster (its current context) instead, after saying which.
+RUN_KUBECONFIG ?=
 .PHONY: run
-ifeq ($(KUBECONFIG),)
-run: build localcluster $(LOCALCLUSTER_BINS) ## Run the manager on a local cluster it starts, or on the cluster of KUBECONFIG when given.
+ifeq ($(origin RUN_KUBECONFIG),environment)
+run:
+	@echo "RUN_KUBECONFIG is set in the environment: name the cluster on make's command line for each run, make run RUN_KUBECONFIG=path" >&2; exit 2
+else ifeq ($(RUN_KUBECONFIG),)
+run: build localcluster $(LOCALCLUSTER_BINS) ## Run the manager on a local cluster it starts (whatever KUBECONFIG says), or on the cluster of RUN_KUBECONFIG=path.
 	$(LOCALCLUSTER) --dir=$(LOCALCLUSTER_DIR) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
 		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER) --manager=$(MANAGER) -- $(ARGS)
 else
-run: build ## Run the manager on a local cluster it starts, or on the cluster of KUBECONFIG when given.
-	@echo "Running against the cluster of KUBECONFIG=$(KUBECONFIG); install the CRDs first with: kubectl apply --server-side -k config/crd"
-	$(MANAGER) --kubeconfig=$(KUBECONFIG) --metrics-bind-address=0 $(ARGS)
+run: build ## Run the manager on a local cluster it starts (whatever KUBECONFIG says), or on the cluster of RUN_KUBECONFIG=path.
+	@$(KUBECTL) --kubeconfig=$(RUN_KUBECONFIG) config view --minify -o jsonpath='Running the manager against the cluster of RUN_KUBECONFIG=$(RUN_KUBECONFIG): context {.current-context}, server {.clusters[0].cluster.server}{"\n"}'
+	@echo "Install the CRDs there first: kubectl --kubeconfig=$(RUN_KUBECONFIG) apply --server-side -k config/crd"
+	$(MANAGER) --kubeconfig=$(RUN_KUBECONFIG) --metrics-bind-address=0 $(ARGS)
 endif
 
 # The OLM bundle's version; bundle/ is committed and a test keeps it current.

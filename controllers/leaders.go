@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -119,8 +123,9 @@ func wireElected(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Option
 		RetryPeriod:   o.RetryPeriod,
 		Log:           mgr.GetLogger().WithName("leases"),
 		// Replicas of the other scope (a rollout that switches scopes) hold the manager's
-		// Lease: no group runs here while one of them leads.
-		Defer: leases.NewDeferral(clientset.CoordinationV1(), namespace, []string{o.managerLeaseName()}),
+		// Lease, and those of an earlier version the Leases of the fixed names (a rollout that
+		// renames them): no group runs here while one of them leads.
+		Defer: o.fixedNamesDeferral(leases.NewDeferral(clientset.CoordinationV1(), namespace, []string{o.managerLeaseName()}), sel, mgr.GetLogger().WithName("leases")),
 	})
 	if err != nil {
 		return nil, err
@@ -305,8 +310,8 @@ func (o *Options) ManagerLeaseLock(cfg *rest.Config, sel Selection) (resourceloc
 	}
 	log := ctrl.Log.WithName("leader-election")
 	groups := LeaseNames(sel.Controllers, o.LeaderElectResourceName)[1:]
-	return leases.NewDeferringLock(lock, leases.NewDeferral(clientset.CoordinationV1(), namespace, groups), o.RetryPeriod,
-		func(msg string, kv ...any) { log.Info(msg, kv...) }), nil
+	deferral := o.fixedNamesDeferral(leases.NewDeferral(clientset.CoordinationV1(), namespace, groups), sel, log)
+	return leases.NewDeferringLock(lock, deferral, o.RetryPeriod, func(msg string, kv ...any) { log.Info(msg, kv...) }), nil
 }
 
 // LeaseNames returns the names of the Leases a manager running controllers may hold with
@@ -318,6 +323,58 @@ func LeaseNames(controllers []Controller, resourceName string) []string {
 		names = append(names, leases.LeaseName(groupLeasePrefix(resourceName), g.name))
 	}
 	return names
+}
+
+// FixedLeaseNames returns the Leases of the fixed names (LeaderElectionID, LeaseNamePrefix +
+// group) that a manager running controllers with --leader-elect-resource-name=resourceName waits
+// for with --leader-elect-fixed-names-holder-prefix, and deletes once free: those that are not
+// its own. For the RBAC that names them.
+func FixedLeaseNames(controllers []Controller, resourceName string) []string {
+	own := LeaseNames(controllers, resourceName)
+	var names []string
+	for _, name := range LeaseNames(controllers, "") {
+		if !slices.Contains(own, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// fixedNamesDeferral returns d, made to also wait for the Leases of the fixed names while this
+// installation's replicas of an earlier version hold them (--leader-elect-fixed-names-holder-prefix):
+// they know no other names, and would lead beside this replica during the rollout.
+func (o *Options) fixedNamesDeferral(d *leases.Deferral, sel Selection, log logr.Logger) *leases.Deferral {
+	if !o.waitsForFixedNames() {
+		return d
+	}
+	return d.WithEarlierNames(FixedLeaseNames(sel.Controllers, o.LeaderElectResourceName), o.holdsFixedNames, o.LeaseDuration, log)
+}
+
+// waitsForFixedNames says whether this manager waits for the Leases of the fixed names.
+func (o *Options) waitsForFixedNames() bool {
+	return o.LeaderElect && o.LeaderElectFixedNamesHolderPrefix != ""
+}
+
+// fixedNamesReadiness returns the Leases of the fixed names in namespace that, held by one of
+// this installation's replicas of an earlier version, keep this replica a ready standby while
+// it waits for them, and what tells those replicas; none without
+// --leader-elect-fixed-names-holder-prefix. Without them a replica that waits would never be
+// ready, and a rollout that waits for it would never stop the replicas it waits for.
+func (o *Options) fixedNamesReadiness(namespace string, sel Selection) ([]types.NamespacedName, func(string) bool) {
+	if !o.waitsForFixedNames() {
+		return nil, nil
+	}
+	var keys []types.NamespacedName
+	for _, name := range FixedLeaseNames(sel.Controllers, o.LeaderElectResourceName) {
+		keys = append(keys, types.NamespacedName{Namespace: namespace, Name: name})
+	}
+	return keys, o.holdsFixedNames
+}
+
+// holdsFixedNames says whether holder, found in a Lease of the fixed names, is a replica of this
+// installation.
+func (o *Options) holdsFixedNames(holder string) bool {
+	return strings.HasPrefix(holder, o.LeaderElectFixedNamesHolderPrefix)
 }
 
 // electionIdentity returns who this replica is in its Leases (LeaderElectionIdentity, or the

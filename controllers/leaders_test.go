@@ -45,6 +45,24 @@ func TestLeaseNames(t *testing.T) {
 	}
 }
 
+// TestFixedLeaseNames: a manager that moves from the fixed names waits for those that are not
+// its own, whatever its scope was before; with --leader-elect-resource-name=switchboard the
+// groups' names stay what they were, and only the manager's Lease is another.
+func TestFixedLeaseNames(t *testing.T) {
+	for _, tc := range []struct {
+		resourceName string
+		want         []string
+	}{
+		{"reloader-switchboard", []string{"switchboard.app.example.com", "switchboard-myapp", "switchboard-verticalscaler", "switchboard-configmapwatcher"}},
+		{"switchboard", []string{"switchboard.app.example.com"}},
+		{"", nil},
+	} {
+		if diff := cmp.Diff(tc.want, FixedLeaseNames(Table(), tc.resourceName)); diff != "" {
+			t.Errorf("with --leader-elect-resource-name=%q (-want +got):\n%s", tc.resourceName, diff)
+		}
+	}
+}
+
 // TestLeaderElectionFlags: the scope and timing are checked at start with client-go's rules.
 func TestLeaderElectionFlags(t *testing.T) {
 	for _, tc := range []struct {
@@ -66,6 +84,12 @@ func TestLeaderElectionFlags(t *testing.T) {
 		}, true},
 		{"a shard without election", func(o *Options) { o.WatchLabelSelector = "sharding.fluxcd.io/key=shard1" }, true},
 		{"a Lease name that is not one", func(o *Options) { o.LeaderElectResourceName = "Shard_1" }, false},
+		{"moving from the fixed names", func(o *Options) {
+			o.LeaderElect, o.LeaderElectResourceName, o.LeaderElectFixedNamesHolderPrefix = true, "reloader-switchboard", "reloader-switchboard-controller-manager-"
+		}, true},
+		{"moving from the fixed names to the fixed names", func(o *Options) {
+			o.LeaderElect, o.LeaderElectFixedNamesHolderPrefix = true, "switchboard-controller-manager-"
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()

@@ -92,6 +92,12 @@ type Options struct {
 	// LeaderElectResourceName names the Leases of this installation; empty, LeaderElectionID
 	// and LeaseNamePrefix + group.
 	LeaderElectResourceName string
+	// LeaderElectFixedNamesHolderPrefix starts the identity of this installation's replicas
+	// (their Pods' names) in the Leases of the fixed names, LeaderElectionID and
+	// LeaseNamePrefix + group, which its replicas of an earlier version may still hold while a
+	// rollout moves it to the Leases of LeaderElectResourceName; empty, none of them is
+	// waited for (see fixedNamesDeferral).
+	LeaderElectFixedNamesHolderPrefix string
 	// LeaderElectionIdentity names this replica in the Leases of --leader-elect-scope=controller.
 	// It has no flag: empty means the host name and a random suffix, unique per process; tests
 	// that run several replicas in one process set it to tell them apart.
@@ -199,7 +205,8 @@ func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
 			fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long a leader keeps trying to renew its Lease before it stops its controllers; shorter than --leader-elect-lease-duration.")
 			fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to take a Lease and leaders renew theirs.")
 			fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Leases; by default the manager's own namespace.")
-			fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", o.LeaderElectResourceName, "Name of this installation's Leases: NAME with --leader-elect-scope=manager, NAME-<group> with 'controller'. Each shard (--watch-label-selector) needs its own; empty is "+LeaderElectionID+" and "+LeaseNamePrefix+"<group>.")
+			fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", o.LeaderElectResourceName, "Name of this installation's Leases: NAME with --leader-elect-scope=manager, NAME-<group> with 'controller'. Each installation in one namespace, and each shard (--watch-label-selector), needs its own; empty is "+LeaderElectionID+" and "+LeaseNamePrefix+"<group>.")
+			fs.StringVar(&o.LeaderElectFixedNamesHolderPrefix, "leader-elect-fixed-names-holder-prefix", o.LeaderElectFixedNamesHolderPrefix, "For a rollout that moves an installation from the fixed Lease names ("+LeaderElectionID+", "+LeaseNamePrefix+"<group>) to --leader-elect-resource-name: the start of its replicas' identities (their Pods' names, for example '<deployment>-'). While a replica whose identity starts with it holds a Lease of the fixed names, and for a lease duration after this manager last saw one so held (or after its start), this manager takes no Lease; it then deletes the Leases of the fixed names it saw held that way. A Lease of the fixed names held by another installation delays it by that lease duration from its start only, and is not deleted; without any, it does not wait. Empty: no such wait. Needs --leader-elect-resource-name.")
 		}),
 		section("Channel sources", func(fs *flag.FlagSet) {
 			fs.DurationVar(&o.ResyncInterval, "resync-interval", o.ResyncInterval, "How often the periodic source re-enqueues every primary object of each controller; 0 turns it off.")
@@ -437,6 +444,9 @@ func (o *Options) validateLeaderElection() error {
 		return fmt.Errorf("--leader-elect-lease-duration must be a whole number of seconds (a Lease stores seconds), got %s", o.LeaseDuration)
 	case o.LeaderElect && o.WatchLabelSelector != "" && o.LeaderElectResourceName == "":
 		return errors.New("--watch-label-selector with --leader-elect needs --leader-elect-resource-name: the replicas of one shard must not compete for the Leases of another")
+	}
+	if o.LeaderElectFixedNamesHolderPrefix != "" && o.LeaderElectResourceName == "" {
+		return errors.New("--leader-elect-fixed-names-holder-prefix needs --leader-elect-resource-name: without it this manager's Leases are the fixed names themselves")
 	}
 	if o.LeaderElectResourceName != "" {
 		if errs := validation.IsDNS1123Subdomain(o.LeaderElectResourceName); len(errs) > 0 {

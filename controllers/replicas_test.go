@@ -101,16 +101,7 @@ func holders(t *testing.T, ns string, names ...string) map[string]string {
 		if name == controllers.LeaderElectionID {
 			lease = name
 		}
-		l := &coordinationv1.Lease{}
-		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: lease}, l)
-		switch {
-		case apierrors.IsNotFound(err):
-			out[name] = ""
-		case err != nil:
-			t.Fatal(err)
-		case l.Spec.HolderIdentity != nil:
-			out[name] = *l.Spec.HolderIdentity
-		}
+		out[name] = leaseHolders(t, ns, lease)[lease]
 	}
 	return out
 }
@@ -544,6 +535,92 @@ func TestScopeSwitchRollout(t *testing.T) {
 	for _, name := range allControllers {
 		checkOneWriter(t, name, all)
 	}
+}
+
+// TestFixedNamesRollout renames an installation's Leases as the chart's upgrade does, in either
+// scope: two replicas of an earlier version hold the Leases of the fixed names, and two new ones
+// start beside them with --leader-elect-resource-name and the prefix of the installation's
+// replicas' identities (their Pods' names). While an old replica runs, the new ones take no
+// Lease, and they are ready, as standbys, so that the rollout goes on; the old ones go one at a
+// time, the second taking over from the first. Then the new ones lead, and delete the Leases of
+// the fixed names. No controller ever runs on two replicas at once.
+func TestFixedNamesRollout(t *testing.T) {
+	for _, scope := range []string{controllers.ScopeManager, controllers.ScopeController} {
+		t.Run(scope, func(t *testing.T) {
+			ns := env.Namespace(t, "rename-")
+			const apps = 3
+			createWorkload(t, ns, apps)
+			args := []string{"--watch-namespaces=" + ns, "--resync-interval=1s", "--leader-elect-scope=" + scope}
+			old := startReplicas(t, "sb-controller-manager-5d4f8-", 2, ns, nil, args...)
+			waitConverged(t, ns, apps, 1)
+
+			probes := []string{testenv.FreeAddress(t), testenv.FreeAddress(t)}
+			next := startReplicas(t, "sb-controller-manager-7c9b6-", 2, ns, func(i int) []string {
+				return []string{"--health-probe-bind-address=" + probes[i]}
+			}, append(slices.Clone(args), "--leader-elect-resource-name=sb", "--leader-elect-fixed-names-holder-prefix=sb-controller-manager-")...)
+			renamed := []string{"sb"}
+			if scope == controllers.ScopeController {
+				renamed = []string{"sb-myapp", "sb-verticalscaler", "sb-configmapwatcher"}
+			}
+			for i, r := range next {
+				for name, role := range readyRoles(t, probes[i]) {
+					if role == controllers.RoleLeading {
+						t.Errorf("%s leads %s while the replicas of the fixed names run", r.id, name)
+					}
+				}
+			}
+			bumpReplicas(t, ns, apps, 2)
+			waitConverged(t, ns, apps, 2)
+			old[0].manager.Stop()
+			time.Sleep(testLeaseDuration)
+			if got := leaseHolders(t, ns, renamed...); slices.ContainsFunc(slices.Collect(maps.Values(got)), func(h string) bool { return h != "" }) {
+				t.Errorf("new replicas took Leases while a replica of the fixed names ran: %v", got)
+			}
+			old[1].manager.Stop()
+			testenv.Eventually(t, 30*time.Second, func() error {
+				if got := leaseHolders(t, ns, renamed...); slices.Contains(slices.Collect(maps.Values(got)), "") {
+					return fmt.Errorf("the renamed Leases are not all held yet: %v", got)
+				}
+				return nil
+			})
+			fixed := controllers.FixedLeaseNames(controllers.Table(), "sb")
+			testenv.Eventually(t, 30*time.Second, func() error {
+				for _, name := range fixed {
+					err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &coordinationv1.Lease{})
+					if !apierrors.IsNotFound(err) {
+						return fmt.Errorf("the Lease %s of the fixed names is still there: %v", name, err)
+					}
+				}
+				return nil
+			})
+			bumpReplicas(t, ns, apps, 3)
+			waitConverged(t, ns, apps, 3)
+			for _, name := range allControllers {
+				checkOneWriter(t, name, append(old, next...))
+			}
+		})
+	}
+}
+
+// leaseHolders returns the holder of each named Lease in ns ("" when free or missing).
+func leaseHolders(t *testing.T, ns string, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range names {
+		l := &coordinationv1.Lease{}
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, l)
+		switch {
+		case apierrors.IsNotFound(err):
+			out[name] = ""
+		case err != nil:
+			t.Fatal(err)
+		case l.Spec.HolderIdentity != nil:
+			out[name] = *l.Spec.HolderIdentity
+		default:
+			out[name] = ""
+		}
+	}
+	return out
 }
 
 // TestReelectedLeaderResumesFromTheCheckpoint: a replica that led the verticalscaler, lost its

@@ -25,6 +25,10 @@ type standbyReadiness struct {
 	// leases names, per controller, the Leases any one of which, held, keeps this replica a
 	// standby.
 	leases func(Controller) []types.NamespacedName
+	// fixedNames are the Leases of the fixed names this replica waits for during a rollout
+	// that renames its Leases; one held by a holder that ours accepts keeps it a standby too.
+	fixedNames []types.NamespacedName
+	ours       func(holder string) bool
 	// led says whether this replica has led the controller since it started; nil for never.
 	led func(Controller) bool
 
@@ -42,38 +46,55 @@ func (s *standbyReadiness) check(ctx context.Context, c Controller) error {
 		return nil
 	}
 	keys := s.leases(c)
-	for _, key := range keys {
-		held, err := leaseHeld(ctx, s.reader, key, s.now())
-		if err != nil {
-			return err
-		}
-		if held {
-			s.mu.Lock()
-			if s.settled == nil {
-				s.settled = map[string]bool{}
-			}
-			s.settled[c.Name] = true
-			s.mu.Unlock()
-			return nil
-		}
+	held, err := anyHeld(ctx, s.reader, keys, s.now(), func(string) bool { return true })
+	if err == nil && !held {
+		held, err = anyHeld(ctx, s.reader, s.fixedNames, s.now(), s.ours)
 	}
-	return fmt.Errorf("the Lease %s is free: this replica is about to lead", keys[0])
+	if err != nil {
+		return err
+	}
+	if !held {
+		return fmt.Errorf("the Lease %s is free: this replica is about to lead", keys[0])
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.settled == nil {
+		s.settled = map[string]bool{}
+	}
+	s.settled[c.Name] = true
+	return nil
 }
 
-// leaseHeld reports whether the Lease key has a holder that renewed it within its duration,
-// as client-go's leader election judges it.
-func leaseHeld(ctx context.Context, reader client.Reader, key types.NamespacedName, now time.Time) (bool, error) {
+// anyHeld reports whether one of the Leases keys is held by a holder that ours accepts.
+func anyHeld(ctx context.Context, reader client.Reader, keys []types.NamespacedName, now time.Time, ours func(holder string) bool) (bool, error) {
+	for _, key := range keys {
+		holder, err := leaseHolder(ctx, reader, key, now)
+		if err != nil {
+			return false, err
+		}
+		if holder != "" && ours(holder) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// leaseHolder returns the holder of the Lease key when it renewed it within its duration, as
+// client-go's leader election judges it; empty when nobody holds it.
+func leaseHolder(ctx context.Context, reader client.Reader, key types.NamespacedName, now time.Time) (string, error) {
 	var lease coordinationv1.Lease
 	if err := reader.Get(ctx, key, &lease); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return "", nil
 		}
-		return false, fmt.Errorf("reading Lease %s: %w", key, err)
+		return "", fmt.Errorf("reading Lease %s: %w", key, err)
 	}
 	spec := lease.Spec
 	if spec.HolderIdentity == nil || *spec.HolderIdentity == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
-		return false, nil
+		return "", nil
 	}
-	expires := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second)
-	return now.Before(expires), nil
+	if expires := spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second); !now.Before(expires) {
+		return "", nil
+	}
+	return *spec.HolderIdentity, nil
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // TestStandbyReadiness: a replica that does not lead is ready only while a live replica holds
-// one of its Leases; a free, expired or missing Lease means it is about to lead.
+// one of its Leases, or one of this installation's replicas of an earlier version holds a Lease
+// of the fixed names; a free, expired or missing Lease means it is about to lead.
 func TestStandbyReadiness(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	lease := func(name, holder string, renewed time.Duration) *coordinationv1.Lease {
@@ -39,6 +41,8 @@ func TestStandbyReadiness(t *testing.T) {
 		{name: "released on cancel", leases: []*coordinationv1.Lease{lease("group", "", 2*time.Second)}, wantReady: false},
 		{name: "holder gone, expired", leases: []*coordinationv1.Lease{lease("group", "other", 20*time.Second)}, wantReady: false},
 		{name: "deferring to the manager's Lease", leases: []*coordinationv1.Lease{lease("group", "", 0), lease("manager", "other", time.Second)}, wantReady: true},
+		{name: "waiting for ours under the fixed names", leases: []*coordinationv1.Lease{lease("switchboard-group", "sb-controller-manager-5d4f8-x2v9q_0a1b", time.Second)}, wantReady: true},
+		{name: "another installation under the fixed names", leases: []*coordinationv1.Lease{lease("switchboard-group", "other-controller-manager-5d4f8-x2v9q_0a1b", time.Second)}, wantReady: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := make([]runtime.Object, len(tc.leases))
@@ -46,9 +50,11 @@ func TestStandbyReadiness(t *testing.T) {
 				objs[i] = l
 			}
 			s := standbyReadiness{
-				reader: fake.NewClientBuilder().WithRuntimeObjects(objs...).Build(),
-				now:    func() time.Time { return now },
-				leases: func(Controller) []types.NamespacedName { return []types.NamespacedName{group, manager} },
+				reader:     fake.NewClientBuilder().WithRuntimeObjects(objs...).Build(),
+				now:        func() time.Time { return now },
+				leases:     func(Controller) []types.NamespacedName { return []types.NamespacedName{group, manager} },
+				fixedNames: []types.NamespacedName{{Namespace: "system", Name: "switchboard-group"}},
+				ours:       func(holder string) bool { return strings.HasPrefix(holder, "sb-controller-manager-") },
 			}
 			err := s.check(context.Background(), Controller{Name: "c"})
 			if ready := err == nil; ready != tc.wantReady {

@@ -70,6 +70,7 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 				{Namespace: w.namespace, Name: o.managerLeaseName()},
 			}
 		}, led: func(c Controller) bool { return starts.built(c.Name) }}
+		standby.fixedNames, standby.ours = o.fixedNamesReadiness(w.namespace, sel)
 		return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, starts, standby, func(c Controller) string {
 			if w.leading(c.Name) {
 				return RoleLeading
@@ -99,6 +100,7 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 		}
 		lease := types.NamespacedName{Namespace: namespace, Name: o.managerLeaseName()}
 		standby.leases = func(Controller) []types.NamespacedName { return []types.NamespacedName{lease} }
+		standby.fixedNames, standby.ours = o.fixedNamesReadiness(namespace, sel)
 	}
 	return addProbes(mgr, o.HealthProbeBindAddress, append(readyChecks(mgr, sel.Controllers, starts, standby, func(Controller) string { return role() }), idleChecks(sel.Idle)...))
 }

@@ -1,7 +1,9 @@
 // Command localcluster runs the manager on a local cluster it starts without Docker (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, kwok with fake Nodes and their Pods'
-// usage, metrics-server), with the CRDs installed and the samples applied. It is what `make run` runs when no KUBECONFIG is given.
-// Ctrl-C stops the manager and then the cluster.
+// usage, metrics-server), with the CRDs installed and the samples applied. It is what `make run`
+// runs unless RUN_KUBECONFIG names another cluster; the KUBECONFIG of the shell is not used:
+// every process it starts gets the local cluster's kubeconfig. Ctrl-C stops the manager and
+// then the cluster.
 //
 // Usage: localcluster [flags] [-- manager flags]
 package main
@@ -95,6 +97,7 @@ func run() int {
 // runManager applies the samples, says how to use the cluster, and runs the manager until a
 // signal or until the manager or a process of the cluster exits. It returns the exit status.
 func runManager(ctx context.Context, c *localcluster.Cluster, samples []byte, manager string, args []string, nodes int, startup time.Duration) int {
+	fmt.Fprint(os.Stderr, target(c.Config.Host, c.Kubeconfig, os.Getenv("KUBECONFIG")))
 	if len(samples) > 0 {
 		if err := c.Apply(ctx, fieldManager, samples); err != nil {
 			return fail(fmt.Errorf("applying the samples: %w", err))
@@ -118,6 +121,17 @@ func runManager(ctx context.Context, c *localcluster.Cluster, samples []byte, ma
 		}
 		return fail(fmt.Errorf("%s exited: %w%s", exit.Name, exit.Err, hint))
 	}
+}
+
+// target says, before anything is written, which cluster the samples and the manager go to:
+// this one, at server, whose kubeconfig is kubeconfig; and that the shell's KUBECONFIG
+// (exported), when it names another, is not used.
+func target(server, kubeconfig, exported string) string {
+	out := fmt.Sprintf("The samples and the manager go to the local cluster at %s (kubeconfig %s).\n", server, kubeconfig)
+	if exported != "" && exported != kubeconfig {
+		out += fmt.Sprintf("KUBECONFIG=%s of this shell is not used; `make run RUN_KUBECONFIG=path` runs the manager on another cluster.\n", exported)
+	}
+	return out
 }
 
 // usage says what runs and which commands to try.

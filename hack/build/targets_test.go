@@ -85,6 +85,54 @@ func TestDockerTargets(t *testing.T) {
 	}
 }
 
+// TestRunTarget reads what `make run` would run (make -n): the local cluster, even with a
+// KUBECONFIG exported in the shell; another cluster only with RUN_KUBECONFIG on make's command
+// line, named (context and server) before the manager starts, and given to it and to kubectl
+// explicitly. RUN_KUBECONFIG from the environment is refused, so that a shell cannot keep
+// pointing every run at one cluster.
+func TestRunTarget(t *testing.T) {
+	exported := []string{"KUBECONFIG=/home/you/.kube/prod"}
+	out, err := runMake(t, exported, "-n", "run")
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "/localcluster --dir=") || strings.Contains(out, "/home/you/.kube/prod") {
+		t.Errorf("make -n run with KUBECONFIG exported: want the local cluster's launcher and no word of the exported KUBECONFIG:\n%s", out)
+	}
+
+	const dev = "/tmp/dev/kubeconfig"
+	out, err = runMake(t, exported, "-n", "run", "RUN_KUBECONFIG="+dev)
+	if err != nil {
+		t.Fatalf("make -n run RUN_KUBECONFIG=%s: %v\n%s", dev, err, out)
+	}
+	var commands []string
+	for _, line := range strings.Split(out, "\n") {
+		program, _, _ := strings.Cut(line, " ")
+		switch {
+		case program == "kubectl":
+			commands = append(commands, "kubectl")
+			if !strings.HasPrefix(line, "kubectl --kubeconfig="+dev+" config view --minify") || !strings.Contains(line, "{.current-context}") || !strings.Contains(line, "{.clusters[0].cluster.server}") {
+				t.Errorf("make run RUN_KUBECONFIG=%s: %q does not print the context and server of %s", dev, line, dev)
+			}
+		case strings.HasSuffix(program, "/bin/manager"):
+			commands = append(commands, "manager")
+			if !strings.Contains(line, "/bin/manager --kubeconfig="+dev+" ") {
+				t.Errorf("make run RUN_KUBECONFIG=%s runs %q, want the manager with --kubeconfig=%s", dev, line, dev)
+			}
+		case strings.HasSuffix(program, "/localcluster"):
+			commands = append(commands, "localcluster")
+		}
+	}
+	if diff := cmp.Diff([]string{"kubectl", "manager"}, commands); diff != "" || strings.Contains(out, "/home/you/.kube/prod") {
+		t.Errorf("make -n run RUN_KUBECONFIG=%s with KUBECONFIG exported: the cluster said, then the manager, no word of the exported KUBECONFIG (-want +got):\n%s\n%s", dev, diff, out)
+	}
+
+	out, err = runMake(t, []string{"RUN_KUBECONFIG=" + dev}, "run")
+	if err == nil || !strings.Contains(out, "make run RUN_KUBECONFIG=path") {
+		t.Errorf("make run with RUN_KUBECONFIG in the environment: %v\n%s\nwant a refusal that says to pass it on the command line", err, out)
+	}
+}
+
 // TestInstallAndDeployTargets runs Kubebuilder's targets against a real API server, as a user
 // would against a cluster: uninstall and install the CRDs, deploy config/default with an image of
 // one's own, and undeploy it; ignore-not-found=true quiets a second uninstall.

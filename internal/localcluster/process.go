@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -23,9 +25,10 @@ type process struct {
 	err  error
 }
 
-// startProcess starts path with args, its output going to out.
-func startProcess(name string, out io.Writer, path string, args ...string) (*process, error) {
+// startProcess starts path with args in the environment env, its output going to out.
+func startProcess(name string, out io.Writer, env []string, path string, args ...string) (*process, error) {
 	cmd := exec.Command(path, args...)
+	cmd.Env = env
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -38,6 +41,12 @@ func startProcess(name string, out io.Writer, path string, args ...string) (*pro
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// withKubeconfig returns environ with KUBECONFIG set to kubeconfig, in place of any other.
+func withKubeconfig(environ []string, kubeconfig string) []string {
+	env := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") })
+	return append(env, "KUBECONFIG="+kubeconfig)
 }
 
 // pid is the process's ID, which is also its process group's ID.

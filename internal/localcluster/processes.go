@@ -27,6 +27,12 @@ func (c *Cluster) logFile(name string) (*os.File, error) {
 	return f, nil
 }
 
+// processEnv is the environment of every process the cluster starts: the launcher's, with
+// KUBECONFIG naming this cluster's kubeconfig. Each is given the cluster by a flag too; this
+// keeps anything that reads KUBECONFIG instead (a kubectl a process runs, a library's default)
+// off the cluster of a KUBECONFIG the user exported for their own kubectl.
+func (c *Cluster) processEnv() []string { return withKubeconfig(os.Environ(), c.Kubeconfig) }
+
 // startProcess starts a process of the cluster, logging to LogDir/NAME.log.
 func (c *Cluster) startProcess(name, path string, args ...string) error {
 	out, err := c.logFile(name)
@@ -38,7 +44,8 @@ func (c *Cluster) startProcess(name, path string, args ...string) error {
 
 // StartProcess starts a process that belongs to the cluster: Stop stops it (before the
 // processes started earlier), the watchdog stops it if the caller dies, and Exits reports it
-// if it exits before Stop. Its stdout and stderr go to out.
+// if it exits before Stop. Its stdout and stderr go to out. Its KUBECONFIG is the cluster's
+// (see processEnv).
 func (c *Cluster) StartProcess(name string, out io.Writer, path string, args ...string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -48,7 +55,7 @@ func (c *Cluster) StartProcess(name string, out io.Writer, path string, args ...
 	if err := checkExecutable(path); err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	p, err := startProcess(name, out, path, args...)
+	p, err := startProcess(name, out, c.processEnv(), path, args...)
 	if err != nil {
 		return err
 	}

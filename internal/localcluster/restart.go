@@ -56,7 +56,7 @@ func (c *Cluster) replaceAPIServer() (*process, error) {
 	}
 	// The log goes on in the same file; this line shows where the new process begins.
 	fmt.Fprintf(c.apiServerLog, "\n=== %s: killed with SIGKILL and started again by RestartAPIServer ===\n\n", time.Now().Format(time.RFC3339Nano))
-	p, err := startProcess(apiServerBin, c.apiServerLog, c.apiServerPath, c.apiServerArgs...)
+	p, err := startProcess(apiServerBin, c.apiServerLog, c.processEnv(), c.apiServerPath, c.apiServerArgs...)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,6 +35,7 @@ import (
 	"github.com/example/switchboard/controllers/configmapwatcher"
 	"github.com/example/switchboard/internal/manifests"
 	"github.com/example/switchboard/internal/testenv"
+	helmsdk "github.com/example/switchboard/test/helm/internal/render"
 )
 
 // Where the chart and the kustomizations are, from this package's directory.
@@ -50,15 +50,12 @@ const (
 	namespace   = "switchboard-system"
 )
 
-// kubeVersion is the cluster the chart is rendered for: the version the e2e tests run.
-var kubeVersion = &chartutil.KubeVersion{Version: "v1.37.0", Major: "1", Minor: "37"}
-
 // loadChart loads the chart from its directory.
 func loadChart(t *testing.T) *chart.Chart {
 	t.Helper()
-	c, err := loader.Load(chartDir)
+	c, err := helmsdk.Load(chartDir)
 	if err != nil {
-		t.Fatalf("loading the chart: %v", err)
+		t.Fatal(err)
 	}
 	return c
 }
@@ -68,19 +65,21 @@ func loadChart(t *testing.T) *chart.Chart {
 // objects, or Helm's error.
 func install(t *testing.T, values string) ([]*unstructured.Unstructured, error) {
 	t.Helper()
+	return installRelease(t, releaseName, namespace, values)
+}
+
+// installRelease is install for the release name in namespace ns.
+func installRelease(t *testing.T, name, ns, values string) ([]*unstructured.Unstructured, error) {
+	t.Helper()
 	vals, err := chartutil.ReadValues([]byte(values))
 	if err != nil {
 		t.Fatalf("the test's values: %v", err)
 	}
-	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace = releaseName, namespace
-	inst.KubeVersion = kubeVersion
-	rel, err := inst.Run(loadChart(t), vals)
+	manifest, err := helmsdk.Install(loadChart(t), name, ns, vals)
 	if err != nil {
 		return nil, err
 	}
-	objs, err := manifests.Decode([]byte(rel.Manifest))
+	objs, err := manifests.Decode([]byte(manifest))
 	if err != nil {
 		t.Fatalf("decoding the chart's manifests: %v", err)
 	}
@@ -175,7 +174,7 @@ var equivalences = []struct {
 	{"sharded", "ci/sharded-values.yaml", kustomization{dir: "overlays/sharded"}},
 	{"myapp alone", "controllers: {verticalscaler: {enabled: false}, configmapwatcher: {enabled: false}}",
 		kustomization{resources: []string{"manager", "rbac"}, components: []string{"components/myapp"}}},
-	{"verticalscaler alone", "controllers: {myapp: {enabled: false}, configmapwatcher: {enabled: false}}",
+	{"verticalscaler alone", "ci/verticalscaler-values.yaml",
 		kustomization{resources: []string{"manager", "rbac"}, components: []string{"components/verticalscaler"}}},
 	{"ServiceMonitor and NetworkPolicy", "metrics: {serviceMonitor: {enabled: true}}\nnetworkPolicy: {enabled: true}",
 		kustomization{resources: []string{"default", "prometheus", "network-policy"}}},
@@ -899,7 +898,7 @@ func TestLint(t *testing.T) {
 				}
 			}
 			lint := action.NewLint()
-			lint.Strict, lint.Namespace, lint.KubeVersion = true, namespace, kubeVersion
+			lint.Strict, lint.Namespace, lint.KubeVersion = true, namespace, helmsdk.KubeVersion
 			result := lint.Run([]string{chartDir}, vals)
 			for _, err := range result.Errors {
 				t.Errorf("lint: %v", err)

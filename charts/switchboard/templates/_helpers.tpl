@@ -100,19 +100,45 @@ The rules and Roles controller-gen writes for a component from its package's RBA
 The manager's Deployments, as a JSON list: one for every object when sharding.shards is empty;
 otherwise one per listed shard and one for the rest (the objects labelled with no listed shard,
 or not at all). Each with the suffix of its name, its shard (its Pods' app.example.com/shard
-label; empty when unsharded), its --watch-label-selector and its --leader-elect-resource-name.
+label; empty when unsharded), its --watch-label-selector, its --leader-elect-resource-name
+(switchboard.leaseName) and, for a rollout from the fixed Lease names, its
+--leader-elect-fixed-names-holder-prefix.
 */}}
 {{- define "switchboard.managers" -}}
 {{- $sharding := .Values.sharding }}
-{{- if not $sharding.shards }}
-{{- toJson (list (dict "suffix" "" "shard" "" "selector" "" "leases" "")) }}
-{{- else }}
 {{- $fullname := include "switchboard.fullname" . }}
-{{- $managers := list (dict "suffix" "" "shard" "rest" "selector" (printf "%s notin (%s)" $sharding.key (join "," $sharding.shards)) "leases" (printf "%s-rest" $fullname)) }}
+{{- if not $sharding.shards }}
+{{- $leases := include "switchboard.leaseName" . }}
+{{- /*
+Before the Leases took the release's name, every unsharded release held the fixed ones: a
+replica of the release's earlier chart may still hold them during the upgrade, and is a Pod of
+the same Deployment, whose name starts its Pods' names.
+*/}}
+{{- $fixedNamesHolders := "" }}
+{{- if $leases }}
+{{- $fixedNamesHolders = printf "%s-controller-manager-" $fullname }}
+{{- end }}
+{{- toJson (list (dict "suffix" "" "shard" "" "selector" "" "leases" $leases "fixedNamesHolders" $fixedNamesHolders)) }}
+{{- else }}
+{{- $managers := list (dict "suffix" "" "shard" "rest" "selector" (printf "%s notin (%s)" $sharding.key (join "," $sharding.shards)) "leases" (printf "%s-rest" $fullname) "fixedNamesHolders" "") }}
 {{- range $shard := $sharding.shards }}
-{{- $managers = append $managers (dict "suffix" (printf "-%s" $shard) "shard" $shard "selector" (printf "%s=%s" $sharding.key $shard) "leases" (printf "%s-%s" $fullname $shard)) }}
+{{- $managers = append $managers (dict "suffix" (printf "-%s" $shard) "shard" $shard "selector" (printf "%s=%s" $sharding.key $shard) "leases" (printf "%s-%s" $fullname $shard) "fixedNamesHolders" "") }}
 {{- end }}
 {{- toJson $managers }}
+{{- end }}
+{{- end }}
+
+{{/*
+The --leader-elect-resource-name of an unsharded release: its fullname, so that two releases in
+one namespace elect through Leases of their own. A release whose fullname is switchboard (the
+release name of the install docs) keeps the fixed names (switchboard.app.example.com and
+switchboard-<group>, the manager's defaults, as config/default's): no other release of one
+namespace can have that fullname, and its upgrades need not move its Leases. Empty for it.
+*/}}
+{{- define "switchboard.leaseName" -}}
+{{- $fullname := include "switchboard.fullname" . }}
+{{- if ne $fullname "switchboard" }}
+{{- $fullname }}
 {{- end }}
 {{- end }}
 
@@ -125,23 +151,52 @@ app.example.com/shard: {{ . }}
 {{- end }}
 
 {{/*
-The leader election Leases the managers may hold: each manager's, and one per component; a shard
-names its own (--leader-elect-resource-name).
+The leader election Leases the managers may hold, as a JSON list: each manager's, and one per
+component, named after its --leader-elect-resource-name, or the fixed names without one.
 */}}
 {{- define "switchboard.leases" -}}
 {{- $leases := list }}
-{{- $components := include "switchboard.components" . | fromJsonArray }}
 {{- range $m := include "switchboard.managers" . | fromJsonArray }}
+{{- $leases = concat $leases (include "switchboard.leaseNames" (dict "root" $ "resourceName" $m.leases) | fromJsonArray) }}
+{{- end }}
+{{- toJson $leases }}
+{{- end }}
+
+{{/*
+The Leases of the fixed names that a manager moving from them waits for while a replica of the
+release's earlier chart holds one, and deletes once free (--leader-elect-fixed-names-holder-prefix),
+as a JSON list: those that are not its own.
+*/}}
+{{- define "switchboard.fixedNameLeases" -}}
+{{- $fixed := list }}
+{{- $own := include "switchboard.leases" . | fromJsonArray }}
+{{- range $m := include "switchboard.managers" . | fromJsonArray }}
+{{- if $m.fixedNamesHolders }}
+{{- range $name := include "switchboard.leaseNames" (dict "root" $ "resourceName" "") | fromJsonArray }}
+{{- if not (or (has $name $own) (has $name $fixed)) }}
+{{- $fixed = append $fixed $name }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toJson $fixed }}
+{{- end }}
+
+{{/*
+The Leases of one manager with --leader-elect-resource-name .resourceName, as a JSON list, as
+controllers.LeaseNames names them: the manager's (--leader-elect-scope=manager), and one per
+component (--leader-elect-scope=controller); without a name, the manager's fixed defaults.
+*/}}
+{{- define "switchboard.leaseNames" -}}
 {{- $lease := "switchboard.app.example.com" }}
 {{- $prefix := "switchboard-" }}
-{{- if $m.leases }}
-{{- $lease = $m.leases }}
-{{- $prefix = printf "%s-" $m.leases }}
+{{- with .resourceName }}
+{{- $lease = . }}
+{{- $prefix = printf "%s-" . }}
 {{- end }}
-{{- $leases = append $leases $lease }}
-{{- range $name := $components }}
+{{- $leases := list $lease }}
+{{- range $name := include "switchboard.components" .root | fromJsonArray }}
 {{- $leases = append $leases (printf "%s%s" $prefix $name) }}
-{{- end }}
 {{- end }}
 {{- toJson $leases }}
 {{- end }}

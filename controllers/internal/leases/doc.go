@@ -20,5 +20,9 @@
 // another free Lease (see spread.go), so that replicas started together lead about as many
 // groups each.
 //
+// Deferring: a replica takes no Lease while another it defers to holds it back (see Deferral):
+// a Lease of the other election scope during a rollout that switches scopes, or one of the
+// installation's earlier names during the rollout that renames its Leases.
+//
 // The package knows no controller and no API kind: controllers/ maps groups to controllers.
 package leases

@@ -3,6 +3,7 @@ package leases
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -404,6 +406,97 @@ func TestDefersToTheOtherScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 3*time.Second, "leading once the other scope's Lease was released", func() bool { return term.running.Load() })
+}
+
+// earlierNamesDeferral defers to the Leases "switchboard" and "switchboard-g" of the earlier
+// names, whose holders starting "sb-" are ours, for a quiet period of two seconds.
+func earlierNamesDeferral(client *fake.Clientset) *Deferral {
+	ours := func(holder string) bool { return strings.HasPrefix(holder, "sb-") }
+	return NewDeferral(client.CoordinationV1(), testNamespace, nil).
+		WithEarlierNames([]string{"switchboard", "switchboard-g"}, ours, 2*time.Second, logr.Discard())
+}
+
+// TestWaitsForEarlierNamesHeldByOurs: while a replica of the earlier names that is ours holds
+// one of their Leases, the replica takes none; once that Lease is released, it still waits the
+// quiet period, for another replica of the earlier names that may take it over, then leads and
+// deletes the Lease.
+func TestWaitsForEarlierNamesHeldByOurs(t *testing.T) {
+	client := fake.NewClientset()
+	ctx := context.Background()
+	earlier := heldLease("switchboard-g", "sb-old-0")
+	if _, err := client.CoordinationV1().Leases(testNamespace).Create(ctx, earlier, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(client, "sb-new-0")
+	cfg.Defer = earlierNamesDeferral(client)
+	r, err := NewReplica(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &blockingTerm{}
+	runReplica(t, r, term.run)
+	for range 10 {
+		time.Sleep(100 * time.Millisecond)
+		if _, err := client.CoordinationV1().Leases(testNamespace).Update(ctx, heldLease("switchboard-g", "sb-old-0"), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if term.running.Load() {
+			t.Fatal("took a Lease while ours held one of the earlier names")
+		}
+	}
+	released := time.Now()
+	if _, err := client.CoordinationV1().Leases(testNamespace).Update(ctx, heldLease("switchboard-g", ""), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "leading once the earlier Lease was released and the quiet period passed", func() bool { return term.running.Load() })
+	if waited := time.Since(released); waited < 2*time.Second {
+		t.Errorf("led %s after the earlier Lease was released, within the quiet period of 2s", waited)
+	}
+	if _, err := client.CoordinationV1().Leases(testNamespace).Get(ctx, "switchboard-g", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the earlier Lease after the replica led: %v, want it deleted", err)
+	}
+}
+
+// TestEarlierNamesOfAnotherInstallation: a Lease of the earlier names held by a replica that is
+// not ours (another installation that still uses those names) keeps the replica waiting only
+// for the quiet period from its start, and stays; without any Lease of the earlier names, the
+// replica does not wait at all.
+func TestEarlierNamesOfAnotherInstallation(t *testing.T) {
+	t.Run("held by another", func(t *testing.T) {
+		client := fake.NewClientset()
+		ctx := context.Background()
+		if _, err := client.CoordinationV1().Leases(testNamespace).Create(ctx, heldLease("switchboard", "other-0"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig(client, "sb-new-0")
+		cfg.Defer = earlierNamesDeferral(client)
+		r, err := NewReplica(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		term := &blockingTerm{}
+		started := time.Now()
+		runReplica(t, r, term.run)
+		waitFor(t, 5*time.Second, "leading beside another installation's Lease of the earlier names", func() bool { return term.running.Load() })
+		if waited := time.Since(started); waited < 2*time.Second {
+			t.Errorf("led %s after its start, within the quiet period of 2s", waited)
+		}
+		if l, err := client.CoordinationV1().Leases(testNamespace).Get(ctx, "switchboard", metav1.GetOptions{}); err != nil || holder(l) != "other-0" {
+			t.Errorf("the other installation's Lease: %v, %v; want it held by other-0 still", l, err)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		client := fake.NewClientset()
+		cfg := testConfig(client, "sb-new-0")
+		cfg.Defer = earlierNamesDeferral(client)
+		r, err := NewReplica(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		term := &blockingTerm{}
+		runReplica(t, r, term.run)
+		waitFor(t, time.Second, "leading without any Lease of the earlier names", func() bool { return term.running.Load() })
+	})
 }
 
 // heldLease is a Lease named name held by holder, renewed now, for two seconds.

@@ -53,12 +53,12 @@ func (l *lock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error
 			}
 		}
 		if !l.term.wasAcquired() && (record == nil || record.HolderIdentity != l.Identity()) {
-			lease, holder, err := l.replica.cfg.Defer.heldBy(ctx)
+			held, err := l.replica.cfg.Defer.heldBy(ctx)
 			if err != nil {
 				return nil, nil, err
 			}
-			if holder != "" {
-				l.replica.cfg.Log.V(1).Info("Waiting for the Lease of the other election scope", "group", l.group, "heldLease", lease, "holder", holder)
+			if held != nil {
+				l.replica.cfg.Log.V(1).Info("Waiting for another Lease before taking this one", "group", l.group, "heldLease", held.lease, "holder", held.holder, "reason", held.String())
 				if err := sleep(ctx, l.replica.cfg.RetryPeriod); err != nil {
 					return nil, nil, err
 				}
@@ -123,12 +123,12 @@ func (l *lock) Update(ctx context.Context, record rl.LeaderElectionRecord) error
 	return err
 }
 
-// yieldToOtherScope gives the Lease just taken with record back when a Lease of the other
-// election scope is held (see Deferral): this replica wrote its own before it read the
+// yieldToOtherScope gives the Lease just taken with record back when a Lease of the deferral
+// holds this replica back (see Deferral): this replica wrote its own before it read the
 // other's, so of two replicas racing, at least one sees the other and yields.
 func (l *lock) yieldToOtherScope(ctx context.Context, record rl.LeaderElectionRecord) error {
-	lease, holder, err := l.replica.cfg.Defer.heldBy(ctx)
-	if err == nil && holder == "" {
+	held, err := l.replica.cfg.Defer.heldBy(ctx)
+	if err == nil && held == nil {
 		return nil
 	}
 	released := rl.LeaderElectionRecord{LeaderTransitions: record.LeaderTransitions, LeaseDurationSeconds: 1,
@@ -137,9 +137,9 @@ func (l *lock) yieldToOtherScope(ctx context.Context, record rl.LeaderElectionRe
 		return fmt.Errorf("giving the Lease back: %w", releaseErr)
 	}
 	if err != nil {
-		return fmt.Errorf("took the Lease but could not read the other election scope's, so gave it back: %w", err)
+		return fmt.Errorf("took the Lease but could not read the Leases it defers to, so gave it back: %w", err)
 	}
-	return fmt.Errorf("took the Lease as %s took %s of the other election scope: gave it back", holder, lease)
+	return fmt.Errorf("took the Lease but found the %s: gave it back", held)
 }
 
 // wrote records the outcome of a write that made this replica the holder.

@@ -30,8 +30,9 @@ type Config struct {
 	RetryPeriod   time.Duration
 	// Log receives what the elections do; client-go's elector logs through it too.
 	Log logr.Logger
-	// Defer, when set, is the Leases of the other election scope: while one is held, this
-	// replica takes no group's Lease (see Deferral).
+	// Defer, when set, is the Leases of the other election scope, and those of the
+	// installation's earlier names: while one holds this replica back, it takes no group's
+	// Lease (see Deferral).
 	Defer *Deferral
 }
 

@@ -1,0 +1,38 @@
+// Package render renders charts/switchboard as `helm install --dry-run` does, with the Helm SDK:
+// for the chart's tests, and for the end-to-end tests, which apply what cmd/render writes.
+package render
+
+import (
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+)
+
+// KubeVersion is the cluster the chart is rendered for: the version the e2e tests run.
+var KubeVersion = &chartutil.KubeVersion{Version: "v1.37.0", Major: "1", Minor: "37"}
+
+// Load loads the chart from its directory.
+func Load(chartDir string) (*chart.Chart, error) {
+	c, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart %s: %w", chartDir, err)
+	}
+	return c, nil
+}
+
+// Install renders c as `helm install RELEASE CHART --namespace NAMESPACE --dry-run` does with
+// values, the schema's checks included, and returns the manifests, or Helm's error.
+func Install(c *chart.Chart, release, namespace string, values map[string]any) (string, error) {
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = release, namespace
+	inst.KubeVersion = KubeVersion
+	rel, err := inst.Run(c, values)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
