@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -187,43 +186,6 @@ func createDeployments(b *testing.B, ns string, n int) {
 	})
 }
 
-// benchPod is a Pod as a busy cluster has them: two containers with environment, mounts, probes
-// and resources, labels and annotations of the usual tools, and a running status.
-func benchPod(ns string, i int) *corev1.Pod {
-	container := func(name string) corev1.Container {
-		c := corev1.Container{Name: name, Image: "registry.example.com/team/" + name + ":v1.42.7",
-			Args:      []string{"--port=8080", "--log-level=info", "--config=/etc/app/config.yaml"},
-			Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-			Resources: corev1.ResourceRequirements{Requests: list("250m", "256Mi"), Limits: list("1", "512Mi")},
-			VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"},
-				{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
-			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
-				PeriodSeconds: 10},
-			LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}},
-				PeriodSeconds: 20},
-		}
-		for e := range 10 {
-			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", e), Value: fmt.Sprintf("value-%d-of-some-length", e)})
-		}
-		return c
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d-7d9f8b6c4-%05d", i/10, i),
-			Labels: map[string]string{"app": fmt.Sprintf("web-%d", i/10), "pod-template-hash": "7d9f8b6c4", "app.kubernetes.io/name": "web",
-				"app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "v1.42.7", "team": "checkout"},
-			Annotations: map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-11-30T10:00:00Z", "prometheus.io/scrape": "true",
-				"prometheus.io/port": "8080", "checksum/config": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app"), container("proxy")}, ServiceAccountName: "default",
-			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
-				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: new(int64(3607))}},
-					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}}}}}},
-			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
-	}
-}
-
 // namedPodOnly keeps of a Pod its name, namespace and resourceVersion: the floor of what an
 // informer costs per object, whatever it keeps of it.
 func namedPodOnly(obj any) (any, error) {
@@ -233,9 +195,11 @@ func namedPodOnly(obj any) (any, error) {
 
 // BenchmarkPodCacheMemory measures what the verticalscaler's Pod cache costs per Pod: the heap an
 // informer cache of SWITCHBOARD_BENCH_PODS Pods (2,000; 100 under SWITCHBOARD_BENCH_SMOKE) of the
-// shape a busy cluster has (benchPod) holds after a GC, trimmed by TrimPod as the manager caches
-// them when the verticalscaler alone watches Pods, and with only their managed fields stripped
-// as it would cache them otherwise; and the floor, an empty Pod of the same name.
+// shape a busy cluster has (testenv.BusyPod, running) holds after a GC, trimmed by TrimPod as the
+// manager caches them when the verticalscaler alone watches Pods, and with only their managed
+// fields stripped as it would cache them otherwise; and the floor, an empty Pod of the same
+// name. What the whole manager process needs per Pod is test/scale's
+// BenchmarkScaleVerticalScalerPods.
 //
 //	go test ./controllers/verticalscaler/ -run '^$' -bench PodCacheMemory -benchtime 1x
 func BenchmarkPodCacheMemory(b *testing.B) {
@@ -243,7 +207,7 @@ func BenchmarkPodCacheMemory(b *testing.B) {
 	n := testenv.BenchSetting("SWITCHBOARD_BENCH_PODS", 2000)
 	for b.Loop() {
 		ns := env.Namespace(b, "bench-pods-")
-		createMany(b, n, func(i int) client.Object { return benchPod(ns, i) })
+		inParallel(b, n, func(i int) error { return testenv.CreatePod(ctx, env.Client, testenv.BusyPod(ns, i)) })
 		for _, mode := range []struct {
 			name      string
 			transform toolscache.TransformFunc
@@ -273,6 +237,7 @@ func BenchmarkPodCacheMemory(b *testing.B) {
 			var after runtime.MemStats
 			runtime.ReadMemStats(&after)
 			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n)/1024, "KiB/pod-"+mode.name)
+			b.ReportMetric(float64(n), "pods")
 			runtime.KeepAlive(c)
 			cancel()
 			// Let the informer's goroutines end, so that the next cache is measured alone.

@@ -20,10 +20,12 @@ import (
 
 // TrimPod keeps of a Pod what the verticalscaler reads, when it alone watches Pods: the cache
 // holds every Pod of the cluster (or of the watched namespaces), so each byte kept counts. It
-// keeps the metadata that names and selects the Pod, the usage annotations of the
-// pod-annotations usage source, the containers' and native sidecars' names, resources and
-// restart policies, the node, and of the status the phase, the conditions of readiness and of
-// a resize, and each container's state (the OOM kills), restarts and resources.
+// keeps the metadata that names and selects the Pod (and that an Event about it refers to:
+// its UID and resourceVersion), the usage annotations of the pod-annotations usage source, the
+// containers' and native sidecars' names, resources and restart policies, the node, and of the
+// status the phase, the Ready condition's status, the resize conditions, and each container's
+// OOM kills, restarts and running resources. Nothing reads the rest: owners, creation time,
+// generations, images, readiness per container, allocated resources, when a container started.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -32,11 +34,10 @@ func TrimPod(obj any) (any, error) {
 	out := &corev1.Pod{
 		TypeMeta: pod.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-			Generation: pod.Generation, Labels: pod.Labels, OwnerReferences: pod.OwnerReferences,
-			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp},
+			Labels: pod.Labels, DeletionTimestamp: pod.DeletionTimestamp},
 		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: trimContainers(pod.Spec.Containers),
 			InitContainers: trimContainers(pod.Spec.InitContainers)},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase, ObservedGeneration: pod.Status.ObservedGeneration,
+		Status: corev1.PodStatus{Phase: pod.Status.Phase,
 			ContainerStatuses: trimStatuses(pod.Status.ContainerStatuses), InitContainerStatuses: trimStatuses(pod.Status.InitContainerStatuses)},
 	}
 	for k, v := range pod.Annotations {
@@ -49,9 +50,13 @@ func TrimPod(obj any) (any, error) {
 	}
 	for _, c := range pod.Status.Conditions {
 		switch c.Type {
-		case corev1.PodReady, corev1.PodResizePending, corev1.PodResizeInProgress:
+		case corev1.PodReady:
+			// Only whether the Pod is available.
+			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		case corev1.PodResizePending, corev1.PodResizeInProgress:
+			// Why a resize waits, and since when: it times out.
 			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status,
-				Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime, ObservedGeneration: c.ObservedGeneration})
+				Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime})
 		}
 	}
 	return out, nil
@@ -68,27 +73,22 @@ func trimContainers(cs []corev1.Container) []corev1.Container {
 	return out
 }
 
-// trimStatuses keeps of each container status its name, readiness, restarts, resources and of
-// its states only why and when it terminated.
+// trimStatuses keeps of each container status its name, restarts, running resources and of its
+// states only an OOM kill's reason and time, which the usage poller counts.
 func trimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if len(ss) == 0 {
 		return nil
 	}
 	terminated := func(s corev1.ContainerState) corev1.ContainerState {
 		if s.Terminated == nil {
-			if s.Running != nil {
-				return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: s.Running.StartedAt}}
-			}
 			return corev1.ContainerState{}
 		}
-		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: s.Terminated.Reason,
-			ExitCode: s.Terminated.ExitCode, FinishedAt: s.Terminated.FinishedAt}}
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: s.Terminated.Reason, FinishedAt: s.Terminated.FinishedAt}}
 	}
 	out := make([]corev1.ContainerStatus, 0, len(ss))
 	for _, s := range ss {
-		out = append(out, corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount,
-			State: terminated(s.State), LastTerminationState: terminated(s.LastTerminationState),
-			Resources: s.Resources, AllocatedResources: s.AllocatedResources})
+		out = append(out, corev1.ContainerStatus{Name: s.Name, RestartCount: s.RestartCount,
+			State: terminated(s.State), LastTerminationState: terminated(s.LastTerminationState), Resources: s.Resources})
 	}
 	return out
 }

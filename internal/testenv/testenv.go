@@ -29,6 +29,8 @@
 //     (MalformedObjects, WellFormedTwins) and the warnings Events say (Warnings);
 //   - polling (Poll, Eventually), free ports (FreeAddress), the API server's own counters
 //     (Env.APIWrites, Env.APIServerCPUSeconds) and benchmark sizes (BenchSetting);
+//   - Pods of the shape a busy cluster has, created with their running status (BusyPod,
+//     CreatePod), for what a cache of Pods costs;
 //   - a control plane of a test's own (StartForTest), kube-controller-manager's controllers
 //     against it (Env.RunControllerManager), and kustomizations rendered as users apply them
 //     (Kustomize).

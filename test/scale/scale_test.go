@@ -127,6 +127,19 @@ const createWorkers = 16
 // create creates objects(i) for every i below n, in parallel, and fails on the first error.
 func (cl *cluster) create(b *testing.B, n int, objects func(i int) []client.Object) {
 	b.Helper()
+	cl.each(b, n, func(ctx context.Context, i int) error {
+		for _, obj := range objects(i) {
+			if err := cl.client.Create(ctx, obj); err != nil {
+				return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+			}
+		}
+		return nil
+	})
+}
+
+// each calls do for every i below n, createWorkers at once, and fails on the first error.
+func (cl *cluster) each(b *testing.B, n int, do func(ctx context.Context, i int) error) {
+	b.Helper()
 	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -139,11 +152,8 @@ func (cl *cluster) create(b *testing.B, n int, objects func(i int) []client.Obje
 	for range createWorkers {
 		wg.Go(func() {
 			for i := range next {
-				for _, obj := range objects(i) {
-					if err := cl.client.Create(ctx, obj); err != nil {
-						once.Do(func() { firstErr = fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err); cancel() })
-						break
-					}
+				if err := do(ctx, i); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
 				}
 			}
 		})
