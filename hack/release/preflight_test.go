@@ -43,8 +43,8 @@ func releasable(t *testing.T, change func(dir string)) string {
 	return dir
 }
 
-// rewrite returns a change that replaces old with new in the file name.
-func rewrite(t *testing.T, name, old, new string) func(string) {
+// rewrite returns a change that replaces old with replacement in the file name.
+func rewrite(t *testing.T, name, old, replacement string) func(string) {
 	return func(dir string) {
 		path := filepath.Join(dir, name)
 		data, err := os.ReadFile(path)
@@ -54,7 +54,7 @@ func rewrite(t *testing.T, name, old, new string) func(string) {
 		if !bytes.Contains(data, []byte(old)) {
 			t.Fatalf("%s has no %q", name, old)
 		}
-		if err := os.WriteFile(path, bytes.ReplaceAll(data, []byte(old), []byte(new)), 0o644); err != nil {
+		if err := os.WriteFile(path, bytes.ReplaceAll(data, []byte(old), []byte(replacement)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
