@@ -247,6 +247,9 @@ RELOADER_SUITES ?= core,annotations,flags,advanced
 OPENSHIFT_API_DIR ?=
 # results.json of an earlier run (the baseline's) to compare with; Ginkgo's focus and label filter.
 RELOADER_BASELINE ?=
+# CustomResourceDefinitions installed on the cluster before the suites: for csi, the Secrets Store
+# CSI driver's (vendored, testdata/crds/secrets-store-csi-driver/README.md).
+RELOADER_CRDS ?= $(if $(findstring csi,$(RELOADER_SUITES)),testdata/crds/secrets-store-csi-driver)
 RELOADER_FOCUS ?=
 RELOADER_LABEL_FILTER ?=
 RELOADER_OUT ?= $(LOCALBIN)/reloadersuite
@@ -258,7 +261,7 @@ test-reloader: build $(LOCALCLUSTER_BINS) ## Run Reloader's own e2e suite (RELOA
 	@[ -n "$(RELOADER_DIR)" ] || { echo "RELOADER_DIR=<a checkout of github.com/stakater/Reloader> is required"; exit 2; }
 	cd test/reloadersuite && go build -o $(LOCALBIN)/reloadersuite .
 	$(LOCALBIN)/reloadersuite run --reloader-dir=$(RELOADER_DIR) --subject=$(RELOADER_SUBJECT) --suites=$(RELOADER_SUITES) \
-		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' \
+		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' --crds=$(RELOADER_CRDS) \
 		$(foreach a,$(RELOADER_MANAGER_ARGS),--manager-args=$(a)) \
 		--out=$(RELOADER_OUT) --manager=$(MANAGER) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
 		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER)

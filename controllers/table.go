@@ -304,13 +304,20 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 				return configmapwatcher.Changes(shared, mgr, namespaces, kind, k, flags.Settings(o.managerNamespace()))
 			}}
 	}
+	// With --enable-csi-integration and the Secrets Store CSI driver's CRD: its
+	// SecretProviderClassPodStatus objects, through one informer of the cache that every row
+	// shares (not named in the cache's options, so that the CRD need not be installed).
+	providerStatuses := Watch{Object: configmapwatcher.ProviderStatusObject(), How: Uncached,
+		Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
+			return configmapwatcher.ProviderClassChanges(shared, mgr, namespaces, k, flags.Settings(o.managerNamespace()))
+		}}
 	return Controller{
 		Name:             k.ControllerName,
 		Group:            configmapwatcher.Group,
 		EnabledByDefault: true,
 		For:              k.New(),
 		ForPredicates:    configmapwatcher.Predicates(flags),
-		Watches:          []Watch{watch(podrefs.ConfigMap), watch(podrefs.Secret)},
+		Watches:          []Watch{watch(podrefs.ConfigMap), watch(podrefs.Secret), providerStatuses},
 		Indexes:          []indexers.Index{indexers.WorkloadsBySource(k.New(), flags.Reading)},
 		Sources:          []sources.Name{sources.Periodic, sources.HTTPTrigger},
 		Trims:            []Trim{{Object: k.New(), Transform: k.Trim(flags)}},

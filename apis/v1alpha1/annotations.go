@@ -68,6 +68,15 @@ const (
 	ReloaderConfigMapExcludeAnnotation = "configmaps.exclude.reloader.stakater.com/reload"
 	// ReloaderSecretExcludeAnnotation is ReloaderConfigMapExcludeAnnotation for Secrets.
 	ReloaderSecretExcludeAnnotation = "secrets.exclude.reloader.stakater.com/reload"
+	// ReloaderSecretProviderClassReloadAnnotation is ReloaderConfigMapReloadAnnotation for
+	// SecretProviderClasses (Secrets Store CSI driver), read with --enable-csi-integration.
+	ReloaderSecretProviderClassReloadAnnotation = "secretproviderclass.reloader.stakater.com/reload"
+	// ReloaderSecretProviderClassAutoAnnotation is ReloaderAutoAnnotation for
+	// SecretProviderClasses only, read with --enable-csi-integration.
+	ReloaderSecretProviderClassAutoAnnotation = "secretproviderclass.reloader.stakater.com/auto"
+	// ReloaderSecretProviderClassExcludeAnnotation is ReloaderConfigMapExcludeAnnotation for
+	// SecretProviderClasses, read with --enable-csi-integration.
+	ReloaderSecretProviderClassExcludeAnnotation = "secretproviderclasses.exclude.reloader.stakater.com/reload"
 	// ReloaderRolloutStrategyAnnotation on an Argo Rollout: "restart" rolls it through
 	// spec.restartAt (Argo restarts its Pods in place) instead of a new Pod template.
 	ReloaderRolloutStrategyAnnotation = "reloader.stakater.com/rollout-strategy"

@@ -3,6 +3,7 @@ package configmapwatcher
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -66,6 +67,10 @@ type Reconciler[T client.Object] struct {
 	Client client.Client
 	// APIReader reads ConfigMaps and Secrets from the API server: the cache holds none.
 	APIReader client.Reader
+	// ProviderStatuses reads the Secrets Store CSI driver's SecretProviderClassPodStatus
+	// objects (the manager's cache) with --enable-csi-integration; nil when SecretProviderClasses
+	// count for nothing (the flag is off, or the driver's CRD is not installed).
+	ProviderStatuses client.Reader
 	// Lister lists the names of a namespace's ConfigMaps or Secrets, for names that count
 	// through a pattern.
 	Lister   Lister
@@ -175,12 +180,12 @@ func (r *Reconciler[T]) reconcile(ctx context.Context, req ctrl.Request, unrecor
 		return ctrl.Result{}, err
 	}
 	refs := podrefs.References(&template.Spec)
-	seen, err := r.observe(ctx, obj.GetNamespace(), selection, refs, key)
+	recorded := parseState(obj.GetAnnotations()[v1alpha1.ConfigStateAnnotation])
+	seen, err := r.observe(ctx, obj.GetNamespace(), selection, refs, key, recorded)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	observed := seen.record
-	recorded := parseState(obj.GetAnnotations()[v1alpha1.ConfigStateAnnotation])
 	if recorded == nil && len(observed.Sources) == 0 {
 		// Nothing to record: a workload without sources under --auto-reload-all, or whose
 		// annotation names none that counts.
@@ -231,13 +236,34 @@ type observation struct {
 	created map[string]time.Time
 }
 
-// observe reads the sources the workload may roll on. Secret data stays in this call.
-func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection podrefs.Selection, refs map[podrefs.Source]podrefs.Use, key *digestKey) (observation, error) {
+// observe reads the sources the workload may roll on; recorded (nil for none) is the
+// workload's record, whose versions of a SecretProviderClass count while a Pod still reports
+// them (versionDigests). Secret data stays in this call.
+func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection podrefs.Selection, refs map[podrefs.Source]podrefs.Use, key *digestKey, recorded *state) (observation, error) {
 	var candidates []podrefs.Source
 	for _, src := range selection.Candidates(refs) {
-		if r.Settings.Scope.SourceKind(src.Kind) {
+		// Without the driver's CRD (ProviderStatuses nil), SecretProviderClasses count for
+		// nothing: the manager said so at start.
+		if r.Settings.Scope.SourceKind(src.Kind) && (src.Kind != podrefs.SecretProviderClass || r.ProviderStatuses != nil) {
 			candidates = append(candidates, src)
 		}
+	}
+	var classes map[string]providerObjects
+	if r.ProviderStatuses != nil && (selection.ListsKind(podrefs.SecretProviderClass) ||
+		slices.ContainsFunc(candidates, func(src podrefs.Source) bool { return src.Kind == podrefs.SecretProviderClass })) {
+		var err error
+		if classes, err = readProviderStatuses(ctx, r.ProviderStatuses, namespace); err != nil {
+			return observation{}, err
+		}
+		for _, name := range slices.Sorted(maps.Keys(classes)) {
+			if src := (podrefs.Source{Kind: podrefs.SecretProviderClass, Name: name}); selection.Matches(src) && !slices.Contains(candidates, src) {
+				candidates = append(candidates, src)
+			}
+		}
+	}
+	var before map[string]map[string]string
+	if recorded != nil {
+		before = recorded.Sources
 	}
 	for _, kind := range podrefs.SourceKinds {
 		if !selection.ListsKind(kind) || !r.Settings.Scope.SourceKind(kind) {
@@ -260,6 +286,18 @@ func (r *Reconciler[T]) observe(ctx context.Context, namespace string, selection
 	for i, src := range candidates {
 		g.Go(func() error {
 			use, referenced := refs[src]
+			if src.Kind == podrefs.SecretProviderClass {
+				annotations, err := readProviderClassAnnotations(gctx, r.APIReader, namespace, src.Name)
+				if err != nil {
+					return err
+				}
+				// Counted while some Pod mounts it (see providerclass.go).
+				objects, mounted := classes[src.Name]
+				if mounted && selection.Tracks(src, referenced, annotations, true) {
+					results[i] = readResult{tracked: true, exists: true, digests: key.versionDigests(src, objects, before[src.Key()])}
+				}
+				return nil
+			}
 			if !referenced {
 				use = podrefs.Use{AllKeys: true} // named without being referenced: every key
 			}

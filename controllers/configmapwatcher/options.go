@@ -69,6 +69,10 @@ type Options struct {
 	ReloadOnDelete bool
 	// ReloadOnCreate is Reloader's --reload-on-create: the creation of a source rolls.
 	ReloadOnCreate bool
+	// EnableCSIIntegration is Reloader's --enable-csi-integration: workloads also roll on the
+	// SecretProviderClasses (Secrets Store CSI driver) their Pods mount, when the versions the
+	// driver reports in SecretProviderClassPodStatus objects change (see podrefs.Reading).
+	EnableCSIIntegration bool
 	// WebhookURL is Reloader's --webhook-url: each roll is posted there instead of being
 	// made. Empty rolls.
 	WebhookURL string
@@ -140,6 +144,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ResourceLabelSelector, "resource-label-selector", o.ResourceLabelSelector, "Only ConfigMaps and Secrets whose labels match this selector (key=value or key:value, comma-separated) roll workloads; the others are neither watched nor recorded. As Reloader's flag.")
 	fs.Var(listFlag{&o.ResourcesToIgnore}, "resources-to-ignore", "'configmaps' or 'secrets': that kind of source is neither watched nor read, and rolls nothing; as Reloader's flag.")
 	fs.BoolVar(&o.ReloadOnDelete, "reload-on-delete", o.ReloadOnDelete, "Roll a workload when a ConfigMap or Secret it uses is deleted; otherwise a deletion gives a Warning Event and rolls nothing. As Reloader's flag.")
+	fs.BoolVar(&o.EnableCSIIntegration, "enable-csi-integration", o.EnableCSIIntegration, "Also roll a workload when the secrets of a SecretProviderClass (Secrets Store CSI driver) its Pods mount change: the driver's SecretProviderClassPodStatus objects are watched, with Reloader's secretproviderclass annotations, as Reloader's flag. Needs the driver's CRDs; without them the manager says so at start and watches none.")
 	fs.BoolVar(&o.ReloadOnCreate, "reload-on-create", o.ReloadOnCreate, "Roll a workload when a ConfigMap or Secret it rolls on is created: one it uses that was missing, or one new to it (a name its pattern matches) created while the manager runs; otherwise a creation is recorded without a roll. As Reloader's flag.")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "URL that each roll is posted to instead of being made, as Reloader's flag: the workload, its sources and the keys that changed (never values), with bounded retries; the record still moves on, so each change is posted once. Empty rolls.")
 	fs.StringVar(&o.NotifyURL, "notify-url", o.NotifyURL, "URL that each roll is posted to besides being made (the same body as --webhook-url's), with bounded retries; empty posts nothing.")
@@ -359,7 +364,7 @@ func (o *Options) Ignores(kind string) string { return o.reloader.ignores(kind) 
 // --reloader-annotations=false), under which names, and --auto-reload-all. The shared index of
 // sources reads it once the flags are parsed.
 func (o *Options) Reading() podrefs.Reading {
-	return podrefs.Reading{Reloader: o.ReloaderAnnotations, AutoReloadAll: o.AutoReloadAll, Names: o.ReloaderNames}
+	return podrefs.Reading{Reloader: o.ReloaderAnnotations, AutoReloadAll: o.AutoReloadAll, Names: o.ReloaderNames, CSI: o.EnableCSIIntegration}
 }
 
 // annotationName is one of Reloader's annotation names a flag renames.

@@ -219,10 +219,13 @@ func TestReportReloaderFlags(t *testing.T) {
 		t.Errorf("metric of RELOADER_NAMESPACE = %v", v)
 	}
 	// Reloader's flags that ask for what the configmapwatcher does not do stop it at start.
-	for _, args := range [][]string{{"--enable-pprof"}, {"--pprof-addr=:7070"}, {"--enable-csi-integration=true"}} {
+	for _, args := range [][]string{{"--enable-pprof"}, {"--pprof-addr=:7070"}} {
 		if _, err := parse(t, args...); err == nil || !strings.Contains(err.Error(), "not supported here") {
 			t.Errorf("%v: error %v, want not supported", args, err)
 		}
+	}
+	if o, err := parse(t, "--enable-csi-integration"); err != nil || !o.Reading().CSI {
+		t.Errorf("--enable-csi-integration: %v; SecretProviderClasses read %v, want true", err, err == nil && o.Reading().CSI)
 	}
 	if o.Ignores("Rollout") != "" {
 		t.Error("--is-Argo-Rollouts=true leaves Rollouts alone")
@@ -253,6 +256,11 @@ func TestUnsupportedAnnotations(t *testing.T) {
 	slices.Sort(got)
 	if diff := cmp.Diff([]string{v1alpha1.ReloaderAutoAnnotation, "reloader.stakater.com/typo", "secretproviderclass.reloader.stakater.com/reload"}, got); diff != "" {
 		t.Errorf("with --reloader-annotations=false (-want +got):\n%s", diff)
+	}
+	// --enable-csi-integration reads Reloader's SecretProviderClass annotations.
+	got = unsupportedAnnotations(annotations, podrefs.Reading{Reloader: true, CSI: true})
+	if diff := cmp.Diff([]string{"reloader.stakater.com/typo"}, got); diff != "" {
+		t.Errorf("with --enable-csi-integration (-want +got):\n%s", diff)
 	}
 }
 

@@ -95,7 +95,7 @@ var ReloaderFlags = []ReloaderForm{
 	{Name: "sync-after-restart", Support: Equivalent, Bool: true, NoGap: "false", Note: "a restart rolls exactly the workloads whose data changed while the manager was down, from the record on each workload"},
 	{Name: "enable-pprof", Support: Unsupported, Bool: true, NoGap: "false", Note: "the manager serves no pprof: its heap profiling is off, since it costs resident memory"},
 	{Name: "pprof-addr", Support: Unsupported, NoGap: ":6060", Note: "the manager serves no pprof (see --enable-pprof)"},
-	{Name: "enable-csi-integration", Support: Unsupported, Bool: true, NoGap: "false", Note: "SecretProviderClassPodStatus objects (Secrets Store CSI driver) are not watched"},
+	{Name: "enable-csi-integration", Support: Supported, Bool: true, NoGap: "false", Note: "SecretProviderClassPodStatus objects (Secrets Store CSI driver) are watched; a workload rolls once no Pod of the namespace still reports the versions it last rolled on, and not when a Pod first mounts; without the driver's CRDs the manager says so at start"},
 }
 
 // ReloaderEnvironment are the environment variables Reloader v1.4.21 reads.
@@ -126,11 +126,16 @@ var ReloaderAnnotationForms = []ReloaderForm{
 	{Name: v1alpha1.ReloaderRolloutStrategyAnnotation, Support: Supported, Note: "on an Argo Rollout"},
 	{Name: v1alpha1.ReloaderPausePeriodAnnotation, Support: Supported, Note: "on a Deployment"},
 	{Name: v1alpha1.ReloaderPausedAtAnnotation, Support: Supported, Note: "written and read: a Deployment Reloader paused is resumed on time"},
-	{Name: "secretproviderclass.reloader.stakater.com/auto", Support: Unsupported, Note: "SecretProviderClasses are not watched"},
-	{Name: "secretproviderclass.reloader.stakater.com/reload", Support: Unsupported, Note: "SecretProviderClasses are not watched"},
-	{Name: "secretproviderclasses.exclude.reloader.stakater.com/reload", Support: Unsupported, Note: "SecretProviderClasses are not watched"},
+	{Name: v1alpha1.ReloaderSecretProviderClassAutoAnnotation, Support: Supported, Note: "with --enable-csi-integration: every SecretProviderClass a CSI volume of the Pod template mounts (reloader.stakater.com/auto covers them too)"},
+	{Name: v1alpha1.ReloaderSecretProviderClassReloadAnnotation, Support: Supported, Note: "with --enable-csi-integration: as configmap.reloader.stakater.com/reload, for SecretProviderClasses"},
+	{Name: v1alpha1.ReloaderSecretProviderClassExcludeAnnotation, Support: Supported, Note: "with --enable-csi-integration: the same, for SecretProviderClasses"},
 	{Name: v1alpha1.ReloaderLastReloadedFromAnnotation, Support: Supported, Note: "written on a rolled Pod template in Reloader's shape, with a keyed digest for hash: by --reload-strategy=annotations, and by the default strategy for a workload opted in through Reloader's annotations (--last-reloaded-from)"},
 }
+
+// providerClassAnnotations are Reloader's annotations of SecretProviderClasses, read only with
+// --enable-csi-integration, as Reloader reads them.
+var providerClassAnnotations = []string{v1alpha1.ReloaderSecretProviderClassAutoAnnotation,
+	v1alpha1.ReloaderSecretProviderClassReloadAnnotation, v1alpha1.ReloaderSecretProviderClassExcludeAnnotation}
 
 // isReloaderAnnotation says whether key is in one of Reloader's annotation domains.
 func isReloaderAnnotation(key string) bool {
@@ -248,7 +253,8 @@ func (o *Options) reportReloaderFlags(log logr.Logger, lookupEnv func(string) (s
 
 // unsupportedAnnotations returns, of the annotations of a workload and of its Pod template,
 // those of Reloader's that the configmapwatcher does not read: the unsupported forms (and any
-// unknown one in Reloader's domains), and with --reloader-annotations=false every input form.
+// unknown one in Reloader's domains), with --reloader-annotations=false every input form, and
+// without --enable-csi-integration the SecretProviderClass forms.
 func unsupportedAnnotations(annotations map[string]string, reading podrefs.Reading) []string {
 	var out []string
 	for key := range annotations {
@@ -261,6 +267,8 @@ func unsupportedAnnotations(annotations map[string]string, reading podrefs.Readi
 		case i < 0, ReloaderAnnotationForms[i].Support == Unsupported:
 			out = append(out, key)
 		case !reading.Reloader && ReloaderAnnotationForms[i].Support == Supported:
+			out = append(out, key)
+		case !reading.CSI && slices.Contains(providerClassAnnotations, key):
 			out = append(out, key)
 		}
 	}
@@ -303,6 +311,8 @@ func reportReloaderAnnotations[T client.Object](ctx context.Context, reader clie
 			note = "not one of Reloader's annotations"
 		} else if ReloaderAnnotationForms[i].Support == Unsupported {
 			note = ReloaderAnnotationForms[i].Note
+		} else if reading.Reloader && slices.Contains(providerClassAnnotations, key) {
+			note = "not read: --enable-csi-integration is off, as in Reloader"
 		}
 		log.Info("Reloader annotation not supported", "annotation", key, "kind", k.Name, "workloads", len(names),
 			"examples", names[:min(5, len(names))], "why", note)

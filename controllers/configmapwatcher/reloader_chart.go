@@ -65,7 +65,7 @@ var ReloaderChartValues = []ReloaderChartValue{
 	{"reloader.namespaces", ChartMapped, "with `watchGlobally: false`: `watchNamespaces`, the release's namespace and these, trimmed, unique, sorted; with `watchGlobally: true` it fails, as in Reloader's chart"},
 	{"reloader.enableHA", ChartMapped, "`leaderElection.enabled` and `replicaCount: reloader.deployment.replicas`, the replicas preferably on different nodes unless an affinity is set"},
 	{"reloader.enablePProf", ChartDefaultOnly, "`false`: the manager serves no pprof"},
-	{"reloader.enableCSIIntegration", ChartDefaultOnly, "`false`: SecretProviderClassPodStatus objects (Secrets Store CSI driver) are not watched, so the manager refuses `--enable-csi-integration` at start"},
+	{"reloader.enableCSIIntegration", ChartMapped, "`controllers.configmapwatcher.csiIntegration` (`--enable-csi-integration`), with the permission to read SecretProviderClasses and their Pod statuses"},
 	{"reloader.pprofAddr", ChartAccepted, "read only with `enablePProf`"},
 	{"reloader.readOnlyRootFileSystem", ChartAccepted, "our root filesystem is always read-only"},
 	{"reloader.legacy.rbac", ChartAccepted, "read by neither chart"},

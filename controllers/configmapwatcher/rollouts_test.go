@@ -45,6 +45,26 @@ func rolloutsServed(t *testing.T) bool {
 	return false
 }
 
+// installCRDs installs CRDs until the test ends, and then waits until served says they are
+// gone, so that a later test finds the API server without them.
+func installCRDs(t *testing.T, crds envtest.CRDInstallOptions, served func(*testing.T) bool) {
+	t.Helper()
+	if _, err := envtest.InstallCRDs(env.Config, crds); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := envtest.UninstallCRDs(env.Config, crds); err != nil {
+			t.Error(err)
+		}
+		testenv.Eventually(t, time.Minute, func() error {
+			if served(t) {
+				return fmt.Errorf("CRDs %v are still served", crds.Paths)
+			}
+			return nil
+		})
+	})
+}
+
 // logLines records a manager's log lines.
 type logLines struct {
 	mu    sync.Mutex
@@ -130,20 +150,7 @@ func TestRollouts(t *testing.T) {
 		}
 	})
 
-	if _, err := envtest.InstallCRDs(env.Config, rolloutCRD); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := envtest.UninstallCRDs(env.Config, rolloutCRD); err != nil {
-			t.Error(err)
-		}
-		testenv.Eventually(t, time.Minute, func() error {
-			if rolloutsServed(t) {
-				return fmt.Errorf("the Rollout CRD is still served")
-			}
-			return nil
-		})
-	})
+	installCRDs(t, rolloutCRD, rolloutsServed)
 	t.Run("rolled", func(t *testing.T) {
 		ns := env.Namespace(t, "cmw-rollouts-")
 		create(t, configMap(ns, "app", map[string]string{"k": "v1"}),

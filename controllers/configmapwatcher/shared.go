@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,6 +43,9 @@ type Shared struct {
 	debouncers debouncers
 	// unrecorded holds the changes of sources of workloads without a record yet.
 	unrecorded unrecordedChanges
+	// providerStatuses reads the Secrets Store CSI driver's SecretProviderClassPodStatus
+	// objects (the manager's cache): nil without --enable-csi-integration or without the CRD.
+	providerStatuses client.Reader
 }
 
 // setup creates the metadata client, the watches over the manager's namespaces (none for every
@@ -65,6 +70,11 @@ func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings)
 		for _, kind := range podrefs.SourceKinds {
 			s.changes[kind] = newChanges(kind, s.metadata, settings.Scope.Namespaces(namespaces), selector, log)
 		}
+		if settings.Reading.CSI {
+			if s.err = s.setupProviderStatuses(mgr, log); s.err != nil {
+				return
+			}
+		}
 		s.keys = &DigestKeys{Secret: settings.DigestKeySecret, Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()}
 		// The key is read (or made) as soon as this replica leads, not by the first reconcile:
 		// a workload created at once, and a change made just after, then find the baseline
@@ -85,6 +95,45 @@ func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings)
 		s.started = time.Now()
 	})
 	return s.err
+}
+
+// setupProviderStatuses reads SecretProviderClassPodStatus objects through the manager's cache,
+// when the API server serves them. Without the Secrets Store CSI driver's CRD it says so, once
+// at start, and the workloads roll on ConfigMaps and Secrets only: Reloader, too, leaves its
+// CSI controller out then. The kind is asked for again at the manager's next start.
+func (s *Shared) setupProviderStatuses(mgr ctrl.Manager, log logr.Logger) error {
+	_, err := mgr.GetRESTMapper().RESTMapping(providerStatusGVK.GroupKind(), providerStatusGVK.Version)
+	switch {
+	case apimeta.IsNoMatchError(err):
+		log.Info("SecretProviderClasses not watched: the API server does not serve "+providerStatusGVK.GroupVersion().String()+" "+providerStatusGVK.Kind+
+			" (is the Secrets Store CSI driver installed?); --enable-csi-integration takes effect once it does and the manager restarts", "flag", "--enable-csi-integration")
+		return nil
+	case err != nil:
+		return fmt.Errorf("asking whether the API server serves %s: %w", providerStatusGVK.GroupVersion(), err)
+	}
+	log.Info("Watching SecretProviderClassPodStatuses (--enable-csi-integration)")
+	s.providerStatuses = mgr.GetCache()
+	return nil
+}
+
+// ProviderClassChanges returns the source of the changes of the Secrets Store CSI driver's
+// SecretProviderClassPodStatus objects for the controller of the workload kind k on mgr (see
+// providerStatusHandler): an informer of the manager's cache, shared by the controllers of
+// every workload kind. It returns nil without --enable-csi-integration or without the CRD.
+func ProviderClassChanges[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []string, k Kind[T], settings Settings) (source.Source, error) {
+	if err := s.setup(mgr, namespaces, settings); err != nil {
+		return nil, err
+	}
+	if s.providerStatuses == nil {
+		return nil, nil
+	}
+	reader := mgr.GetClient()
+	return source.Kind(mgr.GetCache(), ProviderStatusObject(), providerStatusHandler(func(ctx context.Context, namespace string, src podrefs.Source) []mappedWorkload {
+		if !settings.Scope.Namespace(namespace) {
+			return nil
+		}
+		return workloadsFor(ctx, reader, k, namespace, src, settings.Reading)
+	})), nil
 }
 
 // Names lists the names of a namespace's ConfigMaps or Secrets, metadata only and in pages,
@@ -167,7 +216,7 @@ func NewReconciler[T client.Object](s *Shared, mgr ctrl.Manager, namespaces []st
 	}
 	// Built at each term of the controller's Lease: notes of an earlier term are stale.
 	s.unrecorded.forgetController(k.ControllerName)
-	return &Reconciler[T]{Kind: k, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Lister: s,
+	return &Reconciler[T]{Kind: k, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ProviderStatuses: s.providerStatuses, Lister: s,
 		Recorder: mgr.GetEventRecorder(k.ControllerName), Keys: s.keys, Settings: settings,
 		limiter: s.limiter, notifier: s.notifier, alerter: s.alerter, jobs: s.jobs, now: time.Now, started: s.started,
 		debounced:  func(req reconcile.Request) bool { return s.debouncers.waiting(k.ControllerName, req) },

@@ -1,5 +1,5 @@
-// Package podrefs says which ConfigMaps and Secrets a workload's Pod template uses, and which of
-// their keys, and what the workload asked to be rolled on: our annotation and, when asked to,
+// Package podrefs says which ConfigMaps and Secrets (and, when asked to, SecretProviderClasses of
+// the Secrets Store CSI driver) a workload's Pod template uses, and which of their keys, and what the workload asked to be rolled on: our annotation and, when asked to,
 // Stakater Reloader's. It is the one place that walks a Pod spec's references and reads those
 // annotations, a leaf that both the shared field index (package indexers) and the
 // configmapwatcher use, so that the index and the controller can never disagree.
@@ -27,10 +27,28 @@ type SourceKind string
 const (
 	ConfigMap SourceKind = "ConfigMap"
 	Secret    SourceKind = "Secret"
+	// SecretProviderClass is a SecretProviderClass of the Secrets Store CSI driver, mounted
+	// through a CSI volume: counted only with Reading.CSI (Reloader's --enable-csi-integration).
+	// Its data is not in it but in the driver's SecretProviderClassPodStatus objects, one per
+	// Pod that mounts it, which give the version of each secret object mounted.
+	SecretProviderClass SourceKind = "SecretProviderClass"
 )
 
-// SourceKinds lists the kinds of sources, in the order they are reported.
+// SourceKinds lists the kinds of sources that are ConfigMaps and Secrets (read and watched
+// alike), in the order they are reported; SecretProviderClass is apart.
 var SourceKinds = []SourceKind{ConfigMap, Secret}
+
+// SecretProviderClassAttribute is the CSI volume attribute that names the SecretProviderClass
+// a volume mounts, as the Secrets Store CSI driver and Reloader read it.
+const SecretProviderClassAttribute = "secretProviderClass"
+
+// providerClassOf returns the SecretProviderClass a volume mounts; "" for none.
+func providerClassOf(volume corev1.Volume) string {
+	if volume.CSI == nil {
+		return ""
+	}
+	return volume.CSI.VolumeAttributes[SecretProviderClassAttribute]
+}
 
 // Source names a ConfigMap or a Secret of the workload's namespace.
 type Source struct {
@@ -69,7 +87,8 @@ func (u Use) with(v Use) Use {
 
 // References returns, per ConfigMap and Secret a Pod spec references, which of its keys it
 // uses: through envFrom and env valueFrom of init containers (native sidecars included) and
-// containers, and through volumes and projected volumes.
+// containers, and through volumes and projected volumes; and each SecretProviderClass a CSI
+// volume mounts, whole (its objects are what the driver mounted).
 func References(spec *corev1.PodSpec) map[Source]Use {
 	refs := map[Source]Use{}
 	add := func(kind SourceKind, name string, use Use) {
@@ -105,6 +124,7 @@ func References(spec *corev1.PodSpec) map[Source]Use {
 		}
 	}
 	for _, volume := range spec.Volumes {
+		add(SecretProviderClass, providerClassOf(volume), all)
 		if volume.ConfigMap != nil {
 			add(ConfigMap, volume.ConfigMap.Name, itemsUse(volume.ConfigMap.Items))
 		}
@@ -203,7 +223,8 @@ func SetRolloutTemplate(rollout *unstructured.Unstructured, template *corev1.Pod
 
 // ReferencesOnly returns a Pod spec that keeps of spec only what References and Carrier read:
 // the names of every container, in order, and of the volumes that reference ConfigMaps or
-// Secrets, with those references, the keys they take and the containers' mounts of them; and
+// Secrets, with those references, the keys they take and the containers' mounts of them (and
+// of the CSI volumes that mount a SecretProviderClass, with its name only); and
 // Reloader's environment variables (v1alpha1.ReloaderEnvVarPrefix), which the configmapwatcher
 // writes. References and Carrier give the same answers for both; a cache can store the smaller
 // one when nothing else reads the Pod spec.
@@ -217,6 +238,9 @@ func ReferencesOnly(spec *corev1.PodSpec) corev1.PodSpec {
 		}
 		if volume.Secret != nil {
 			kept.Secret = &corev1.SecretVolumeSource{SecretName: volume.Secret.SecretName, Items: keysOnly(volume.Secret.Items)}
+		}
+		if name := providerClassOf(volume); name != "" {
+			kept.CSI = &corev1.CSIVolumeSource{Driver: volume.CSI.Driver, VolumeAttributes: map[string]string{SecretProviderClassAttribute: name}}
 		}
 		if volume.Projected != nil {
 			var sources []corev1.VolumeProjection
@@ -234,7 +258,7 @@ func ReferencesOnly(spec *corev1.PodSpec) corev1.PodSpec {
 				kept.Projected = &corev1.ProjectedVolumeSource{Sources: sources}
 			}
 		}
-		if kept.ConfigMap != nil || kept.Secret != nil || kept.Projected != nil {
+		if kept.ConfigMap != nil || kept.Secret != nil || kept.Projected != nil || kept.CSI != nil {
 			out.Volumes = append(out.Volumes, kept)
 		}
 	}
@@ -345,7 +369,8 @@ func Carrier(spec *corev1.PodSpec, src Source, named bool) string {
 func volumeUses(volume corev1.Volume, src Source) bool {
 	switch {
 	case src.Kind == ConfigMap && volume.ConfigMap != nil && volume.ConfigMap.Name == src.Name,
-		src.Kind == Secret && volume.Secret != nil && volume.Secret.SecretName == src.Name:
+		src.Kind == Secret && volume.Secret != nil && volume.Secret.SecretName == src.Name,
+		src.Kind == SecretProviderClass && providerClassOf(volume) == src.Name:
 		return true
 	case volume.Projected == nil:
 		return false

@@ -25,7 +25,10 @@ type Selection struct {
 	// viaReloader: something the workload rolls on comes from Reloader's annotations or from
 	// --auto-reload-all, so Reloader's behaviour is what its owner expects (see ViaReloader).
 	viaReloader bool
-	policies    map[SourceKind]*policy
+	// kinds are the kinds of sources read: SourceKinds, and SecretProviderClass with
+	// Reading.CSI.
+	kinds    []SourceKind
+	policies map[SourceKind]*policy
 }
 
 // Reading says how Select reads a workload's annotations.
@@ -40,6 +43,10 @@ type Reading struct {
 	// Names are the names Reloader's annotations are read under; the zero value is Reloader's
 	// defaults.
 	Names ReloaderNames
+	// CSI is Reloader's --enable-csi-integration: SecretProviderClasses count too, through
+	// Reloader's annotations of that kind and its auto, search and --auto-reload-all, as
+	// Reloader reads them. Ours (v1alpha1.ReloadAnnotation) names ConfigMaps and Secrets only.
+	CSI bool
 }
 
 // ReloaderNames are the names of Reloader's annotations that Reloader's flags can rename
@@ -75,7 +82,12 @@ func (n ReloaderNames) OptIn() []string {
 
 // keys are the per-kind annotations of Reloader's.
 func (n ReloaderNames) keys(kind SourceKind) struct{ reload, auto, exclude string } {
-	if kind == Secret {
+	switch kind {
+	case SecretProviderClass:
+		// Reloader has no flags that rename these.
+		return struct{ reload, auto, exclude string }{v1alpha1.ReloaderSecretProviderClassReloadAnnotation,
+			v1alpha1.ReloaderSecretProviderClassAutoAnnotation, v1alpha1.ReloaderSecretProviderClassExcludeAnnotation}
+	case Secret:
 		return struct{ reload, auto, exclude string }{n.SecretReload, n.SecretAuto, v1alpha1.ReloaderSecretExcludeAnnotation}
 	}
 	return struct{ reload, auto, exclude string }{n.ConfigMapReload, n.ConfigMapAuto, v1alpha1.ReloaderConfigMapExcludeAnnotation}
@@ -118,8 +130,11 @@ func (p *policy) matches(name string) bool {
 // must be "true". A reload entry that is a valid object name is that name, literally (a dot in
 // it is not a wildcard); any other entry is an anchored regular expression.
 func Select(annotations, templateAnnotations map[string]string, r Reading) (Selection, error) {
-	s := Selection{reloader: r.Reloader, names: r.Names.OrDefaults(), policies: map[SourceKind]*policy{}}
-	for _, kind := range SourceKinds {
+	s := Selection{reloader: r.Reloader, names: r.Names.OrDefaults(), kinds: SourceKinds, policies: map[SourceKind]*policy{}}
+	if r.CSI {
+		s.kinds = append(slices.Clone(SourceKinds), SecretProviderClass)
+	}
+	for _, kind := range s.kinds {
 		s.policies[kind] = &policy{names: map[string]bool{}, excluded: map[string]bool{}}
 	}
 	var errs []error
@@ -128,7 +143,7 @@ func Select(annotations, templateAnnotations map[string]string, r Reading) (Sele
 	if hasOurs && !optedOut {
 		errs = append(errs, s.readOurs(ours))
 	}
-	for _, kind := range SourceKinds {
+	for _, kind := range s.kinds {
 		if r.Reloader {
 			errs = append(errs, s.readReloader(kind, annotations, templateAnnotations, r.AutoReloadAll && !optedOut))
 		} else if r.AutoReloadAll && !optedOut {
@@ -142,8 +157,8 @@ func Select(annotations, templateAnnotations map[string]string, r Reading) (Sele
 // readOurs reads v1alpha1.ReloadAnnotation.
 func (s Selection) readOurs(value string) error {
 	if strings.TrimSpace(value) == "true" {
-		for _, p := range s.policies {
-			p.referenced = true
+		for _, kind := range SourceKinds {
+			s.policies[kind].referenced = true
 		}
 		return nil
 	}
@@ -290,7 +305,10 @@ func (s Selection) Candidates(refs map[Source]Use) []Source {
 
 // ListsKind says whether the workload rolls on names of kind that match a pattern: those are
 // found by listing the namespace's sources of kind and asking Matches.
-func (s Selection) ListsKind(kind SourceKind) bool { return len(s.policies[kind].patterns) > 0 }
+func (s Selection) ListsKind(kind SourceKind) bool {
+	p := s.policies[kind]
+	return p != nil && len(p.patterns) > 0
+}
 
 // Matches says whether a source of this name counts through a pattern (and is not excluded).
 func (s Selection) Matches(src Source) bool {
@@ -326,7 +344,7 @@ func (s Selection) IndexValues(refs map[Source]Use) []string {
 	for _, src := range s.Candidates(refs) {
 		out = append(out, src.Key())
 	}
-	for _, kind := range SourceKinds {
+	for _, kind := range s.kinds {
 		if s.ListsKind(kind) {
 			out = append(out, Wildcard(kind))
 		}

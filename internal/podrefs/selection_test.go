@@ -280,3 +280,53 @@ func TestSelectRenamedAnnotations(t *testing.T) {
 		t.Errorf("OptIn: %v, %v", names.OptIn(), Reading{}.Names.OptIn())
 	}
 }
+
+// TestSecretProviderClasses: with Reading.CSI, a CSI volume's SecretProviderClass is a source,
+// counted through Reloader's annotations of that kind, its auto annotation and exclusions, as
+// Reloader reads them, but not through ours; without it, SecretProviderClasses count for nothing.
+func TestSecretProviderClasses(t *testing.T) {
+	spec := corev1.PodSpec{
+		Volumes: []corev1.Volume{{Name: "secrets", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+			Driver: "secrets-store.csi.k8s.io", VolumeAttributes: map[string]string{SecretProviderClassAttribute: "vault"}}}}},
+		Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "secrets", MountPath: "/mnt"}}}},
+	}
+	vault := Source{Kind: SecretProviderClass, Name: "vault"}
+	refs := References(&spec)
+	if diff := cmp.Diff(map[Source]Use{vault: {AllKeys: true}}, refs); diff != "" {
+		t.Errorf("References (-want +got):\n%s", diff)
+	}
+	trimmed := ReferencesOnly(&spec)
+	if diff := cmp.Diff(refs, References(&trimmed)); diff != "" {
+		t.Errorf("References of the trimmed spec (-want +got):\n%s", diff)
+	}
+	if got := Carrier(&trimmed, vault, false); got != "app" {
+		t.Errorf("Carrier = %q, want app", got)
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		csi         bool
+		want        []Source
+	}{
+		{"typed auto", map[string]string{v1alpha1.ReloaderSecretProviderClassAutoAnnotation: "true"}, true, []Source{vault}},
+		{"auto", map[string]string{v1alpha1.ReloaderAutoAnnotation: "true"}, true, []Source{vault}},
+		{"named", map[string]string{v1alpha1.ReloaderSecretProviderClassReloadAnnotation: "vault"}, true, []Source{vault}},
+		{"excluded", map[string]string{v1alpha1.ReloaderAutoAnnotation: "true", v1alpha1.ReloaderSecretProviderClassExcludeAnnotation: "vault"}, true, nil},
+		{"ours", map[string]string{v1alpha1.ReloadAnnotation: "true"}, true, nil},
+		{"without CSI", map[string]string{v1alpha1.ReloaderSecretProviderClassAutoAnnotation: "true"}, false, nil},
+	} {
+		s, err := Select(tc.annotations, nil, Reading{Reloader: true, CSI: tc.csi})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []Source
+		for _, src := range s.Candidates(refs) {
+			if s.Tracks(src, true, nil, true) {
+				got = append(got, src)
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: sources tracked (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

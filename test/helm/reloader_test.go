@@ -142,19 +142,21 @@ reloader:
 			"auto-reload-all": true, "namespaces-to-ignore": []string{"kube-system", "monitoring"}, "namespace-selector": "team:*",
 			"resource-label-selector": "reload=true", "resources-to-ignore": []string{"secrets"}, "reload-on-delete": true,
 			"webhook-url": "https://hooks.example.com/reloader?x=1", "notify-url": "", "watch-namespaces": "", "leader-elect": true, "replicas": int32(2),
+			"enable-csi-integration": false,
 		},
 		args: append([]string{"--reload-strategy=env-vars", "--reload-on-create=true", "--sync-after-restart=true", "--log-format=json",
 			"--log-level=debug"}, customArgs...),
 	}, {
 		name:        "in some namespaces",
-		values:      "reloader: {watchGlobally: false, namespaces: 'team-b, team-a,team-a,', ignoreConfigMaps: true, isArgoRollouts: false, reloadStrategy: annotations}",
+		values:      "reloader: {watchGlobally: false, namespaces: 'team-b, team-a,team-a,', ignoreConfigMaps: true, isArgoRollouts: false, reloadStrategy: annotations, enableCSIIntegration: true}",
 		controllers: []string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-daemonsets", "configmapwatcher-cronjobs", "configmapwatcher-jobs"},
 		options: map[string]any{
 			"auto-reload-all": false, "namespaces-to-ignore": []string(nil), "namespace-selector": "", "resource-label-selector": "",
 			"resources-to-ignore": []string{"configmaps"}, "reload-on-delete": false, "webhook-url": "", "notify-url": "",
 			"watch-namespaces": "switchboard-system,team-a,team-b", "leader-elect": true, "replicas": int32(1),
+			"enable-csi-integration": true,
 		},
-		args: []string{"--reload-strategy=annotations"},
+		args: []string{"--reload-strategy=annotations", "--enable-csi-integration"},
 	}, {
 		name:        "in the release's namespace, as a list",
 		values:      "reloader: {watchGlobally: false, namespaces: [' team-a ']}\nwatchNamespaces: [team-a, switchboard-system]",
@@ -163,6 +165,7 @@ reloader:
 			"auto-reload-all": false, "namespaces-to-ignore": []string(nil), "namespace-selector": "", "resource-label-selector": "",
 			"resources-to-ignore": []string(nil), "reload-on-delete": false, "webhook-url": "", "notify-url": "",
 			"watch-namespaces": "switchboard-system,team-a", "leader-elect": true, "replicas": int32(1),
+			"enable-csi-integration": false,
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,7 +184,7 @@ reloader:
 				"auto-reload-all": cmw.AutoReloadAll, "namespaces-to-ignore": cmw.NamespacesToIgnore, "namespace-selector": cmw.NamespaceSelector,
 				"resource-label-selector": cmw.ResourceLabelSelector, "resources-to-ignore": cmw.ResourcesToIgnore, "reload-on-delete": cmw.ReloadOnDelete,
 				"webhook-url": cmw.WebhookURL, "notify-url": cmw.NotifyURL, "watch-namespaces": opts.WatchNamespaces, "leader-elect": opts.LeaderElect,
-				"replicas": *d.Spec.Replicas,
+				"replicas": *d.Spec.Replicas, "enable-csi-integration": cmw.EnableCSIIntegration,
 			}
 			if diff := cmp.Diff(tc.options, got); diff != "" {
 				t.Errorf("the manager's options (-want +got):\n%s", diff)
@@ -190,9 +193,6 @@ reloader:
 				if !slices.Contains(args, arg) {
 					t.Errorf("args %q lack %s", args, arg)
 				}
-			}
-			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--enable-csi-integration") }) {
-				t.Errorf("args %q: reloader.enableCSIIntegration=false, Reloader's default, renders --enable-csi-integration, which the manager refuses", args)
 			}
 		})
 	}
@@ -335,21 +335,25 @@ func TestReloaderHA(t *testing.T) {
 }
 
 // TestReloaderAccess: the configmapwatcher's permissions are cluster-wide, or in the watched
-// namespaces; reloader.enableCSIIntegration at Reloader's default (false) installs and grants
-// nothing of the Secrets Store CSI driver's (true is refused: the configmapwatcher does not watch
-// its objects); reloader.rbac.labels label every RBAC object; reloader.rbac.enabled=false renders
+// namespaces; reloader.enableCSIIntegration grants reading the Secrets Store CSI driver's objects
+// where the configmapwatcher reads ConfigMaps, and at Reloader's default (false) nothing of them;
+// reloader.rbac.labels label every RBAC object; reloader.rbac.enabled=false renders
 // none; reloader.serviceAccount.create=false without a name runs as the namespace's default
 // ServiceAccount.
 func TestReloaderAccess(t *testing.T) {
 	for _, tc := range []struct {
 		values string
 		want   []string
+		csi    bool
 	}{
-		{"reloader: {enableCSIIntegration: false, rbac: {labels: {audit: 'yes'}}}", []string{"ClusterRole /switchboard-configmapwatcher"}},
+		{"reloader: {enableCSIIntegration: false, rbac: {labels: {audit: 'yes'}}}", []string{"ClusterRole /switchboard-configmapwatcher"}, false},
 		{"reloader: {enableCSIIntegration: false, watchGlobally: false, namespaces: [team-a], rbac: {labels: {audit: 'yes'}}}",
-			[]string{"Role switchboard-system/switchboard-configmapwatcher", "Role team-a/switchboard-configmapwatcher"}},
+			[]string{"Role switchboard-system/switchboard-configmapwatcher", "Role team-a/switchboard-configmapwatcher"}, false},
+		{"reloader: {enableCSIIntegration: true, rbac: {labels: {audit: 'yes'}}}", []string{"ClusterRole /switchboard-configmapwatcher"}, true},
+		{"reloader: {enableCSIIntegration: true, watchGlobally: false, namespaces: [team-a], rbac: {labels: {audit: 'yes'}}}",
+			[]string{"Role switchboard-system/switchboard-configmapwatcher", "Role team-a/switchboard-configmapwatcher"}, true},
 	} {
-		var watchers []string
+		var watchers, csiReaders []string
 		for _, obj := range render(t, tc.values) {
 			if !strings.HasPrefix(obj.GetAPIVersion(), "rbac.authorization.k8s.io/") {
 				continue
@@ -364,7 +368,10 @@ func TestReloaderAccess(t *testing.T) {
 					t.Fatal(err)
 				}
 				if slices.Contains(rule.APIGroups, "secrets-store.csi.x-k8s.io") {
-					t.Errorf("values %q: %s grants %+v, yet the configmapwatcher does not watch the CSI driver's objects", tc.values, key(obj), rule)
+					if diff := cmp.Diff([]string{"secretproviderclasses", "secretproviderclasspodstatuses"}, rule.Resources); diff != "" || !slices.Equal(rule.Verbs, []string{"get", "list", "watch"}) {
+						t.Errorf("values %q: %s grants %+v, want reading SecretProviderClasses and their Pod statuses", tc.values, key(obj), rule)
+					}
+					csiReaders = append(csiReaders, key(obj))
 				}
 				if slices.Contains(rule.APIGroups, "") && slices.Contains(rule.Resources, "configmaps") && slices.Contains(rule.Verbs, "watch") {
 					watchers = append(watchers, key(obj))
@@ -374,6 +381,10 @@ func TestReloaderAccess(t *testing.T) {
 		sort.Strings(watchers)
 		if diff := cmp.Diff(tc.want, watchers); diff != "" {
 			t.Errorf("values %q: what watches ConfigMaps (-want +got):\n%s", tc.values, diff)
+		}
+		sort.Strings(csiReaders)
+		if want := map[bool][]string{true: tc.want}[tc.csi]; !cmp.Equal(want, csiReaders) {
+			t.Errorf("values %q: what reads the CSI driver's objects: %v, want %v", tc.values, csiReaders, want)
 		}
 	}
 	objs := render(t, "reloader: {rbac: {enabled: false}, serviceAccount: {create: false}}")
@@ -488,8 +499,7 @@ func TestReloaderValuesRefused(t *testing.T) {
 		{"a NetworkPolicy without metrics", "reloader: {netpol: {enabled: true}}\nmetrics: {enabled: false}", "reloader.netpol.enabled needs metrics.enabled"},
 		{"Reloader's image at another tag", "image: {repository: ghcr.io/stakater/reloader, tag: v1.4.20}", `image.tag "v1.4.20" goes with Reloader's image`},
 		{"Reloader's image from a mirror", "image: {repository: mirror.example.com/stakater/reloader}", `image.repository "mirror.example.com/stakater/reloader" is Reloader's image`},
-		{"the CSI integration", "reloader: {enableCSIIntegration: true}", "reloader.enableCSIIntegration: not supported: the configmapwatcher does not watch the Secrets Store CSI driver's SecretProviderClassPodStatus objects"},
-		{"the CSI integration, the configmapwatcher off", "reloader: {enableCSIIntegration: true}\ncontrollers: {configmapwatcher: {enabled: false}}", "reloader.enableCSIIntegration: not supported"},
+		{"the CSI integration, the configmapwatcher off", "reloader: {enableCSIIntegration: true}\ncontrollers: {configmapwatcher: {enabled: false}}", "reloader.enableCSIIntegration configures the configmapwatcher, which is off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := install(t, tc.values)

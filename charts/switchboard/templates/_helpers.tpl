@@ -521,6 +521,10 @@ logging flags (.from.logArgs). They need the configmapwatcher on.
 {{- $used = append $used (printf "reloader.%s" $key) }}
 {{- end }}
 {{- end }}
+{{- if $r.enableCSIIntegration }}
+{{- $_ := set $cmw "csiIntegration" true }}
+{{- $used = append $used "reloader.enableCSIIntegration" }}
+{{- end }}
 {{- with $r.webhookUrl }}
 {{- if or $cmw.webhookUrl $cmw.webhookUrlSecret.name }}
 {{- fail "reloader.webhookUrl and controllers.configmapwatcher.webhookUrl (or webhookUrlSecret) are both set: set one of them (reloader.webhookUrl is webhookUrl with webhookOnly: true)" }}
@@ -827,9 +831,6 @@ NetworkPolicy guards the metrics port and restricts no egress: netpol.to is refu
 {{- $r := .reloader }}
 {{- if $r.enablePProf }}
 {{- fail "reloader.enablePProf: not supported: the manager serves no pprof (profiling costs resident memory); remove it" }}
-{{- end }}
-{{- if $r.enableCSIIntegration }}
-{{- fail "reloader.enableCSIIntegration: not supported: the configmapwatcher does not watch the Secrets Store CSI driver's SecretProviderClassPodStatus objects, and the manager refuses --enable-csi-integration at start; remove it" }}
 {{- end }}
 {{- if $r.isOpenshift }}
 {{- fail "reloader.isOpenshift: not supported: Reloader v1.4.21 no longer reloads DeploymentConfigs, nor does Switchboard; remove it" }}
