@@ -416,6 +416,19 @@ func earlierNamesDeferral(client *fake.Clientset) *Deferral {
 		WithEarlierNames([]string{"switchboard", "switchboard-g"}, ours, 2*time.Second, logr.Discard())
 }
 
+// newNamesReplica returns the replica sb-new-0 of an installation that moved to Leases of its
+// own name, deferring to earlierNamesDeferral.
+func newNamesReplica(t *testing.T, client *fake.Clientset) *Replica {
+	t.Helper()
+	cfg := testConfig(client, "sb-new-0")
+	cfg.Defer = earlierNamesDeferral(client)
+	r, err := NewReplica(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // TestWaitsForEarlierNamesHeldByOurs: while a replica of the earlier names that is ours holds
 // one of their Leases, the replica takes none; once that Lease is released, it still waits the
 // quiet period, for another replica of the earlier names that may take it over, then leads and
@@ -427,14 +440,8 @@ func TestWaitsForEarlierNamesHeldByOurs(t *testing.T) {
 	if _, err := client.CoordinationV1().Leases(testNamespace).Create(ctx, earlier, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := testConfig(client, "sb-new-0")
-	cfg.Defer = earlierNamesDeferral(client)
-	r, err := NewReplica(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	term := &blockingTerm{}
-	runReplica(t, r, term.run)
+	runReplica(t, newNamesReplica(t, client), term.run)
 	for range 10 {
 		time.Sleep(100 * time.Millisecond)
 		if _, err := client.CoordinationV1().Leases(testNamespace).Update(ctx, heldLease("switchboard-g", "sb-old-0"), metav1.UpdateOptions{}); err != nil {
@@ -468,12 +475,7 @@ func TestEarlierNamesOfAnotherInstallation(t *testing.T) {
 		if _, err := client.CoordinationV1().Leases(testNamespace).Create(ctx, heldLease("switchboard", "other-0"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		cfg := testConfig(client, "sb-new-0")
-		cfg.Defer = earlierNamesDeferral(client)
-		r, err := NewReplica(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newNamesReplica(t, client)
 		term := &blockingTerm{}
 		started := time.Now()
 		runReplica(t, r, term.run)
@@ -487,14 +489,8 @@ func TestEarlierNamesOfAnotherInstallation(t *testing.T) {
 	})
 	t.Run("none", func(t *testing.T) {
 		client := fake.NewClientset()
-		cfg := testConfig(client, "sb-new-0")
-		cfg.Defer = earlierNamesDeferral(client)
-		r, err := NewReplica(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
 		term := &blockingTerm{}
-		runReplica(t, r, term.run)
+		runReplica(t, newNamesReplica(t, client), term.run)
 		waitFor(t, time.Second, "leading without any Lease of the earlier names", func() bool { return term.running.Load() })
 	})
 }
