@@ -17,9 +17,26 @@ LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 
-# The control-plane binaries, built from Go modules by hack/tools/kube (setup-envtest cannot
-# download here). An already-set KUBEBUILDER_ASSETS wins.
-K8S_BIN ?= $(LOCALBIN)/k8s
+# The control-plane binaries, built from Go modules (setup-envtest cannot download here): the
+# default minor by hack/tools/kube into bin/k8s, another supported minor (K8S_VERSION=1.34,
+# 1.35, 1.36) by hack/tools/kube-<minor> into bin/k8s-<minor>. An already-set KUBEBUILDER_ASSETS
+# wins.
+K8S_DEFAULT_VERSION := 1.37
+K8S_VERSION ?= $(K8S_DEFAULT_VERSION)
+K8S_SUFFIX = $(if $(filter-out $(K8S_DEFAULT_VERSION),$(K8S_VERSION)),-$(K8S_VERSION))
+K8S_MODULE = hack/tools/kube$(K8S_SUFFIX)
+ifeq ($(wildcard $(K8S_MODULE)/go.mod),)
+$(error K8S_VERSION=$(K8S_VERSION): no $(K8S_MODULE)/go.mod; the supported minors are $(K8S_DEFAULT_VERSION) $(patsubst hack/tools/kube-%,%,$(wildcard hack/tools/kube-*)))
+endif
+K8S_BIN ?= $(LOCALBIN)/k8s$(K8S_SUFFIX)
+# The binaries report the version of the k8s.io/kubernetes module they are built from, as a
+# release build of Kubernetes stamps it (without it, /version says v0.0.0-master, and Helm and
+# version checks cannot read it).
+K8S_GIT_VERSION = $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' $(K8S_MODULE)/go.mod | head -1)
+K8S_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(K8S_GIT_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(K8S_GIT_VERSION:v%=%))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_GIT_VERSION:v%=%))) \
+	-X k8s.io/component-base/version.gitTreeState=clean
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 export KUBEBUILDER_ASSETS
 
@@ -211,11 +228,25 @@ LOCALCLUSTER_ENV = KWOK=$(KWOK) KWOK_STAGES=$(KWOK_STAGES) KWOK_METRICS=$(KWOK_M
 # for its https webhook, and apply dist/install.yaml, which pins that image by digest.
 E2E_MANAGER ?= $(LOCALBIN)/e2e/manager
 E2E_CA_BUNDLE ?= $(LOCALBIN)/e2e/ca-certificates.crt
+# The installer the e2e tests apply: the one for the minor under test.
+E2E_INSTALLER = $(if $(filter 1.34 1.35,$(K8S_VERSION)),install-before-1.36.yaml,install.yaml)
 
 # Packages whose tests include some that run only here (SWITCHBOARD_E2E=1), because they need
 # kube-controller-manager, which `make test` does not build: the user roles' aggregation and the
 # install and deploy targets. hack/release's two `make image` builds in clones run here too.
 E2E_ENVTEST_PKGS ?= ./config/overlays/ ./hack/build/
+
+# The Kubernetes minors the project supports, each built from its own module: the default and
+# every hack/tools/kube-<minor>.
+K8S_VERSIONS = $(patsubst hack/tools/kube-%,%,$(wildcard hack/tools/kube-*)) $(K8S_DEFAULT_VERSION)
+
+.PHONY: test-e2e-matrix
+test-e2e-matrix: ## Run `make test-e2e` on each supported Kubernetes minor (K8S_VERSIONS), each on a control plane of its own, and name those it failed on.
+	@failed=; for v in $(K8S_VERSIONS); do \
+		echo "== test-e2e on Kubernetes $$v"; \
+		env -u KUBEBUILDER_ASSETS $(MAKE) --no-print-directory test-e2e K8S_VERSION=$$v || failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-e2e failed on Kubernetes$$failed"; exit 1; fi
 
 .PHONY: test-e2e
 test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_RUN=regexp: some of them): the image's manager as a process, deployed from config/ and dist/install.yaml, on a local cluster; then the short chaos run.
@@ -223,11 +254,13 @@ test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_
 	$(RELEASE) extract --layout=$(IMAGE_LAYOUT) --platform=$(IMAGE_LOAD_PLATFORM) --file=manager --out=$(E2E_MANAGER)
 	$(RELEASE) extract --layout=$(IMAGE_LAYOUT) --platform=$(IMAGE_LOAD_PLATFORM) --file=etc/ssl/certs/ca-certificates.crt --out=$(E2E_CA_BUNDLE)
 	SWITCHBOARD_E2E=1 $(LOCALCLUSTER_ENV) \
-		SWITCHBOARD_E2E_MANAGER=$(E2E_MANAGER) SWITCHBOARD_E2E_CA_BUNDLE=$(E2E_CA_BUNDLE) SWITCHBOARD_E2E_INSTALLER=$(DIST)/install.yaml \
+		SWITCHBOARD_E2E_MANAGER=$(E2E_MANAGER) SWITCHBOARD_E2E_CA_BUNDLE=$(E2E_CA_BUNDLE) SWITCHBOARD_E2E_INSTALLER=$(DIST)/$(E2E_INSTALLER) \
 		SWITCHBOARD_E2E_IMAGE_DIGEST=$$($(RELEASE) digest --layout=$(IMAGE_LAYOUT)) SWITCHBOARD_E2E_VERSION=$(VERSION) \
 		go test ./test/e2e/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
 	SWITCHBOARD_E2E=1 go test $(E2E_ENVTEST_PKGS) -run '$(E2E_RUN)' -count=1 -timeout 20m
 	cd hack/release && SWITCHBOARD_E2E=1 go test . -run '$(E2E_RUN)' -count=1 -timeout 20m
+	cd test/helm && SWITCHBOARD_E2E=1 $(LOCALCLUSTER_ENV) SWITCHBOARD_E2E_MANAGER=$(abspath $(E2E_MANAGER)) \
+		go test . -run '$(or $(E2E_RUN),E2E)' -count=1 -v -timeout 20m
 	cd test/reliability && SWITCHBOARD_CHAOS=short $(LOCALCLUSTER_ENV) go test ./chaos/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
 
 ##@ Compatibility
@@ -402,10 +435,12 @@ image-push: image ## Build the image and push it to IMG (registry/name:tag) with
 # --server-side -f`. IMG must have a tag or a digest; with a tag, the digest is the image's just
 # built (push it with `make image-push` and the same IMG).
 .PHONY: build-installer
-build-installer: image ## Write dist/install.yaml: config/default with IMG pinned by digest, CRDs first.
+build-installer: image ## Write dist/install.yaml (config/default, Kubernetes 1.36 and later) and dist/install-before-1.36.yaml (config/overlays/before-1.36), IMG pinned by digest, CRDs first.
 	kubectl kustomize config/default | $(RELEASE) installer --layout=$(IMAGE_LAYOUT) --image=$(IMG) > $(DIST)/install.yaml.tmp
 	mv $(DIST)/install.yaml.tmp $(DIST)/install.yaml
-	@echo "Wrote $(DIST)/install.yaml"
+	kubectl kustomize config/overlays/before-1.36 | $(RELEASE) installer --layout=$(IMAGE_LAYOUT) --image=$(IMG) --name=install-before-1.36.yaml > $(DIST)/install-before-1.36.yaml.tmp
+	mv $(DIST)/install-before-1.36.yaml.tmp $(DIST)/install-before-1.36.yaml
+	@echo "Wrote $(DIST)/install.yaml and $(DIST)/install-before-1.36.yaml"
 
 # The chart as `helm package` makes it (the files .helmignore leaves in, under switchboard/), so
 # that a release can attach it without Helm on the machine; test/helm loads it with Helm's loader.
@@ -436,7 +471,7 @@ release: release-tool ## Cut release VERSION=vX.Y.Z up to the push: checks, ever
 	@echo "Tagged $(VERSION). Publish it with:"
 	@echo "  make image-push IMG=$(IMG)"
 	@echo "  git push origin $(VERSION)"
-	@echo "  and attach $(DIST)/install.yaml and $(CHART_PACKAGE) to the release of $(VERSION)."
+	@echo "  and attach $(DIST)/install.yaml, $(DIST)/install-before-1.36.yaml and $(CHART_PACKAGE) to the release of $(VERSION)."
 
 .PHONY: release-tool
 release-tool: ## Build hack/release (the image, push and installer tool) into bin/release.
@@ -532,14 +567,14 @@ envtest-assets: ## Build etcd and kube-apiserver for envtest unless KUBEBUILDER_
 	fi
 
 # A cold build takes about 15 minutes on 2 cores; the Go build cache makes later ones quick.
-$(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler: hack/tools/kube/go.mod
+$(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler: $(K8S_MODULE)/go.mod
 	@mkdir -p $(K8S_BIN)
-	@echo "Building $(notdir $@) from Go modules (hack/tools/kube); the first build takes a while"
-	cd hack/tools/kube && go build -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
+	@echo "Building $(notdir $@) from Go modules ($(K8S_MODULE)); the first build takes a while"
+	cd $(K8S_MODULE) && go build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
 
-$(K8S_BIN)/etcd: hack/tools/kube/go.mod
+$(K8S_BIN)/etcd: $(K8S_MODULE)/go.mod
 	@mkdir -p $(K8S_BIN)
-	cd hack/tools/kube && go build -o $@ go.etcd.io/etcd/server/v3
+	cd $(K8S_MODULE) && go build -o $@ go.etcd.io/etcd/server/v3
 
 .PHONY: kwok
 kwok: $(KWOK) $(KWOK_STAGES) $(KWOK_METRICS) ## Build kwok and write its Stages and metrics configuration (hack/tools/kwok).

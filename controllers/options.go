@@ -39,6 +39,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/apifeatures"
 	"github.com/example/switchboard/controllers/internal/metricsauth"
 	"github.com/example/switchboard/controllers/internal/transient"
 	"github.com/example/switchboard/sources"
@@ -114,7 +115,14 @@ type Options struct {
 	TriggerSecure          bool
 	TriggerCertDir         string
 	Zap                    zap.Options
+
+	// missingAPIs are the optional APIs the API server does not serve, as Prepare found them.
+	missingAPIs apifeatures.Missing
 }
+
+// MissingAPIs are the optional APIs the API server does not serve, as Prepare found them for
+// the selected controllers that have Fallbacks; none before Prepare.
+func (o *Options) MissingAPIs() apifeatures.Missing { return o.missingAPIs }
 
 // serviceAccountNamespaceFile is where a Pod finds its namespace.
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -313,6 +321,9 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 		active = append(active, c)
 	}
 	sel.Controllers = active
+	if err := o.findFallbacks(ctx, cfg, sel.Controllers, log); err != nil {
+		return Selection{}, err
+	}
 	return sel, nil
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/configmapwatcher"
+	"github.com/example/switchboard/controllers/internal/apifeatures"
 	"github.com/example/switchboard/controllers/myapp"
 	"github.com/example/switchboard/controllers/verticalscaler"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
@@ -90,6 +91,11 @@ type Controller struct {
 	// leave it something), given the manager's namespaces (none for all): an idle controller
 	// says so once at start, and nothing of it is set up.
 	Idle func(namespaces []string) string
+	// Fallbacks say what the controller does without each optional API that the API server
+	// does not serve (package apifeatures). Prepare finds which are missing, once, says each
+	// fallback once in log and in switchboard_api_fallback, and New reads them from the
+	// Options (Options.MissingAPIs).
+	Fallbacks func(apifeatures.Missing) []Fallback
 	// Flags are the controller's own options, which live in its package: the manager binds
 	// them beside its own flags and Resolve validates them. The rows of one group share one
 	// value; nil for a controller without flags.
@@ -97,6 +103,14 @@ type Controller struct {
 	// New returns the controller's reconciler on mgr, configured by the manager's flags and
 	// its own.
 	New func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error)
+}
+
+// Fallback is what a controller does without an optional API the API server does not serve.
+type Fallback struct {
+	// Feature is the missing API, as apifeatures names it.
+	Feature string
+	// Instead says what the controller does instead, for the operator who reads the log.
+	Instead string
 }
 
 // ControllerFlags are a controller's own options, as kube-controller-manager keeps one options
@@ -217,6 +231,13 @@ func Table() []Controller {
 			// reads the two it needs from the API server (myapp.OwnedChanges).
 			Watches: []Watch{ownedWatch(appsv1.SchemeGroupVersion.WithKind("Deployment")), ownedWatch(corev1.SchemeGroupVersion.WithKind("Service"))},
 			Sources: []sources.Name{sources.Periodic, sources.HTTPTrigger},
+			Fallbacks: func(m apifeatures.Missing) []Fallback {
+				if !m.MutatingAdmissionPolicy {
+					return nil
+				}
+				return []Fallback{{Feature: apifeatures.MutatingAdmissionPolicy,
+					Instead: "no admission policy sets the finalizer as a MyApp is created: the controller adds it, one more write per new MyApp"}}
+			},
 			New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {
 				return &myapp.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 					Recorder: mgr.GetEventRecorder(myapp.ControllerName), ShardLabels: o.shardLabels()}, nil
@@ -254,6 +275,7 @@ func Table() []Controller {
 					return poller.Run, nil
 				},
 			}},
+			Fallbacks:            verticalScalerFallbacks,
 			ReadsManagedFieldsOf: verticalscaler.ManagedFieldsKinds(),
 			Unsharded:            []client.Object{&appsv1.ReplicaSet{}, &corev1.Pod{}},
 			Trims: []Trim{{Object: &appsv1.ReplicaSet{}, Transform: verticalscaler.TrimReplicaSet},
@@ -265,7 +287,7 @@ func Table() []Controller {
 				}
 				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports,
 					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName), Discovery: clientset.Discovery(),
-					CoreV1: clientset.CoreV1().RESTClient(), Limits: scaling.UpdateLimits(), Shard: o.WatchLabelSelector}, nil
+					CoreV1: clientset.CoreV1().RESTClient(), Limits: scaling.UpdateLimits(), Shard: o.WatchLabelSelector, Missing: o.MissingAPIs()}, nil
 			},
 		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of
@@ -278,6 +300,21 @@ func Table() []Controller {
 		configMapWatcherRow(reload, reloadOptions, configmapwatcher.Jobs, false),
 		configMapWatcherRow(reload, reloadOptions, configmapwatcher.Rollouts, true),
 	}
+}
+
+// verticalScalerFallbacks are what the verticalscaler does without an admission policy or
+// in-place resizes; the VerticalScalers they touch say so in their Applied condition too.
+func verticalScalerFallbacks(m apifeatures.Missing) []Fallback {
+	var out []Fallback
+	if m.MutatingAdmissionPolicy {
+		out = append(out, Fallback{Feature: apifeatures.MutatingAdmissionPolicy,
+			Instead: "no admission policy sizes new Pods: they start as their template says; updateMode Initial sizes no Pod (Applied=False, AdmissionPolicyUnavailable), InPlaceOrRecreate resizes new Pods once they run, Recreate writes the Pod template of the kinds that roll on it and evicts no Pod of the others (AdmissionPolicyUnavailable: their replacements would start as before)"})
+	}
+	if m.PodResize {
+		out = append(out, Fallback{Feature: apifeatures.PodResize,
+			Instead: "updateMode InPlaceOrRecreate evicts the Pods it would resize in place, as Recreate does for the kinds it cannot roll"})
+	}
+	return out
 }
 
 // verticalScalerWatches are the verticalscaler's watches: every workload kind it knows, mapped

@@ -110,6 +110,10 @@ const (
 	// ReasonAppliedAtAdmission: updateMode is Initial: the admission policy gives the
 	// recommendation to Pods as they are created, and running Pods are left alone.
 	ReasonAppliedAtAdmission = "AppliedAtAdmission"
+	// ReasonAdmissionPolicyUnavailable: the mode needs the admission policy to size new Pods
+	// (Initial; Recreate for a kind that does not roll on a template change, whose evicted Pods
+	// would come back unsized), and the API server serves no MutatingAdmissionPolicy.
+	ReasonAdmissionPolicyUnavailable = "AdmissionPolicyUnavailable"
 	// ReasonUpdating: running Pods are being changed: resizes the kubelet has not finished, or
 	// evicted Pods whose replacements are not ready yet.
 	ReasonUpdating = "Updating"

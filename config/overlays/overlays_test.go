@@ -83,7 +83,9 @@ func TestOverlays(t *testing.T) {
 			}
 			t.Run("secrets", func(t *testing.T) { checkSecretReaders(t, objs) })
 			t.Run("crds", func(t *testing.T) { checkCRDs(t, objs, components) })
-			t.Run("finalizer-policy", func(t *testing.T) { checkFinalizerPolicy(t, objs, components) })
+			t.Run("finalizer-policy", func(t *testing.T) {
+				checkFinalizerPolicy(t, objs, components, !slices.Contains(optional, "without-admission-policies"))
+			})
 			t.Run("security", func(t *testing.T) { checkSecurity(t, objs) })
 			t.Run("leases", func(t *testing.T) { checkLeaseRBAC(t, objs, components) })
 			t.Run("replicas", func(t *testing.T) { checkReplicas(t, objs) })
@@ -132,7 +134,7 @@ func TestEveryControllerHasAComponent(t *testing.T) {
 
 // optionalComponents are the components outside config/components that an overlay may add:
 // they select no controller.
-var optionalComponents = []string{"alerts", "certmanager", "grafana", "trusted-ca"}
+var optionalComponents = []string{"alerts", "certmanager", "grafana", "trusted-ca", "without-admission-policies"}
 
 // listedComponents returns the names of the controller components (config/components) a
 // kustomization lists, and of the optional ones (config/certmanager, ...).
@@ -422,8 +424,10 @@ func readGenerated(t *testing.T, component string) (*rbacv1.ClusterRole, []*rbac
 // generated ClusterRoles name, by plural.
 // checkFinalizerPolicy: the admission policy that sets the MyApp finalizer at creation is
 // installed exactly where the myapp controller runs, bound to the policy; without the
-// controller, a MyApp would get a finalizer nobody removes.
-func checkFinalizerPolicy(t *testing.T, objs []*unstructured.Unstructured, components []string) {
+// controller, a MyApp would get a finalizer nobody removes. The same for the verticalscaler's.
+// withPolicies is false for an overlay that leaves the admission policies out
+// (config/without-admission-policies, for Kubernetes before 1.36): then there is none.
+func checkFinalizerPolicy(t *testing.T, objs []*unstructured.Unstructured, components []string, withPolicies bool) {
 	var policies, bindings []string
 	for _, obj := range objs {
 		switch obj.GetKind() {
@@ -435,10 +439,10 @@ func checkFinalizerPolicy(t *testing.T, objs []*unstructured.Unstructured, compo
 		}
 	}
 	var want []string
-	if slices.Contains(components, "myapp") {
+	if withPolicies && slices.Contains(components, "myapp") {
 		want = append(want, "switchboard-myapp-finalizer")
 	}
-	if slices.Contains(components, "verticalscaler") {
+	if withPolicies && slices.Contains(components, "verticalscaler") {
 		want = append(want, "switchboard-verticalscaler-pod-resources")
 	}
 	slices.Sort(want)

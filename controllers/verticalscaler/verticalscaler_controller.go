@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/internal/apifeatures"
 	"github.com/example/switchboard/controllers/internal/status"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/indexers"
@@ -56,6 +57,10 @@ type Reconciler struct {
 	Discovery discovery.DiscoveryInterface
 	// Limits guard the changes to running Pods.
 	Limits UpdateLimits
+	// Missing are the optional APIs the API server does not serve: without
+	// MutatingAdmissionPolicy no admission policy sizes new Pods, and without pods/resize no
+	// Pod is resized in place.
+	Missing apifeatures.Missing
 	// CoreV1 is the REST client of the core API group, which evicts Pods without retrying a
 	// refusal.
 	CoreV1 rest.Interface
@@ -216,14 +221,25 @@ func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *
 	case v1alpha1.UpdateModeInitial:
 		state = applyState{reason: v1alpha1.ReasonAppliedAtAdmission,
 			message: "updateMode is Initial: Pods get the recommendation as they are created, running Pods are left alone"}
+		if r.Missing.MutatingAdmissionPolicy {
+			state = applyState{reason: v1alpha1.ReasonAdmissionPolicyUnavailable,
+				message: "updateMode is Initial, but the API server serves no MutatingAdmissionPolicy, so no admission policy gives new Pods the recommendation: they start as their template says (InPlaceOrRecreate would resize them once they run)"}
+		}
 	case v1alpha1.UpdateModeRecreate, v1alpha1.UpdateModeAuto:
-		if w.object != nil && w.kind.RollsOnTemplateChange {
+		switch {
+		case w.object != nil && w.kind.RollsOnTemplateChange:
 			state, err = r.writeTemplate(ctx, vs, w, rec)
-		} else {
+		case r.Missing.MutatingAdmissionPolicy:
+			state = applyState{reason: v1alpha1.ReasonAdmissionPolicyUnavailable,
+				message: fmt.Sprintf("updateMode is %s and %s does not roll on a template change, so its Pods would be evicted; but the API server serves no MutatingAdmissionPolicy, so their replacements would start as before: none is evicted (InPlaceOrRecreate would resize them)", vs.Spec.UpdateMode, w.key)}
+		default:
 			state, err = r.updatePods(ctx, vs, w, rec, false)
 		}
 	case v1alpha1.UpdateModeInPlaceOrRecreate:
-		state, err = r.updatePods(ctx, vs, w, rec, true)
+		state, err = r.updatePods(ctx, vs, w, rec, !r.Missing.PodResize)
+		if err == nil && r.Missing.PodResize {
+			state.message += " (the API server serves no pods/resize: Pods are evicted, not resized in place)"
+		}
 	default:
 		return nil, nil
 	}

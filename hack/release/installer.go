@@ -21,6 +21,8 @@ func bindInstaller(fs *flag.FlagSet) func(context.Context, io.Reader, io.Writer)
 	fs.StringVar(&layoutDir, "layout", "", "the OCI layout make image wrote, whose digest pins the image; not read when --image has a digest")
 	fs.StringVar(&image, "image", "", "the image, registry/name:tag or registry/name@sha256:... (the Makefile's IMG)")
 	fs.StringVar(&in, "in", "-", "the manifests, `kubectl kustomize config/default`; - reads stdin")
+	var name string
+	fs.StringVar(&name, "name", "install.yaml", "the file's name, for its header's `kubectl apply` line")
 	return func(_ context.Context, stdin io.Reader, stdout io.Writer) error {
 		ref, err := parseReference(image)
 		if err != nil {
@@ -55,8 +57,19 @@ func bindInstaller(fs *flag.FlagSet) func(context.Context, io.Reader, io.Writer)
 		if docs, err = installer(docs, pinned); err != nil {
 			return err
 		}
-		return encodeDocuments(stdout, docs, fmt.Sprintf("Switchboard, installed with `kubectl apply --server-side -f install.yaml`.\nThe image: %s", pinned))
+		return encodeDocuments(stdout, docs, fmt.Sprintf("Switchboard, installed with `kubectl apply --server-side -f %s`.\n%s\nThe image: %s", name, requirement(docs), pinned))
 	}
+}
+
+// requirement says which Kubernetes minors the manifests fit: their MutatingAdmissionPolicies
+// are admissionregistration.k8s.io/v1, which the API server serves from 1.36.
+func requirement(docs []*yaml.Node) string {
+	for _, doc := range docs {
+		if kind(doc) == "MutatingAdmissionPolicy" {
+			return "Needs Kubernetes 1.36 or later (MutatingAdmissionPolicy v1); for 1.34 and 1.35, install-before-1.36.yaml\nis the same without the admission policies."
+		}
+	}
+	return "For Kubernetes 1.34 and later; without the admission policies, which need 1.36 (install.yaml has them)."
 }
 
 // installer returns the manifests with the manager's image set to image, and the

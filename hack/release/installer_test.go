@@ -60,6 +60,9 @@ func TestInstaller(t *testing.T) {
 	if !strings.Contains(stdout, "# The image: "+pinned+"\n") {
 		t.Errorf("the installer's header does not name the image %s:\n%.300s", pinned, stdout)
 	}
+	if !strings.Contains(stdout, "\n# Needs Kubernetes 1.36 or later") {
+		t.Errorf("the installer's header does not say it needs Kubernetes 1.36 for its admission policies:\n%.300s", stdout)
+	}
 	in, out := objects(t, input), objects(t, []byte(stdout))
 
 	// CRDs first, then everything else in kustomize's order.

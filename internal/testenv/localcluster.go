@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +15,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/localcluster"
@@ -142,6 +145,8 @@ func (c *LocalCluster) DeployFile(t testing.TB, path string) (corev1.Container, 
 
 // apply applies manifests, which kubectl reads from source ("-k DIR" or "-f FILE"), and waits
 // for their CRDs and MyApp finalizer policy; it returns the manager's container and its args.
+// On an API server that serves no MutatingAdmissionPolicy v1 (before Kubernetes 1.36) it
+// applies them without their admission policies, as the installer for those minors is.
 func (c *LocalCluster) apply(t testing.TB, data []byte, source ...string) (corev1.Container, []string) {
 	t.Helper()
 	var container corev1.Container
@@ -150,6 +155,25 @@ func (c *LocalCluster) apply(t testing.TB, data []byte, source ...string) (corev
 	objs, err := manifests.Decode(data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !c.servesAdmissionPolicies(t) {
+		objs = slices.DeleteFunc(objs, func(obj *unstructured.Unstructured) bool {
+			return strings.HasPrefix(obj.GetKind(), "MutatingAdmissionPolicy")
+		})
+		var out bytes.Buffer
+		for _, obj := range objs {
+			doc, err := yaml.Marshal(obj.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.WriteString("---\n")
+			out.Write(doc)
+		}
+		path := filepath.Join(t.TempDir(), "manifests.yaml")
+		if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		source = []string{"-f", path}
 	}
 	for _, obj := range objs {
 		switch obj.GetKind() {
@@ -162,7 +186,9 @@ func (c *LocalCluster) apply(t testing.TB, data []byte, source ...string) (corev
 			}
 			container = d.Spec.Template.Spec.Containers[0]
 		case "MutatingAdmissionPolicy":
-			finalizerPolicy = true
+			// The myapp component's (the verticalscaler's sizes Pods, whose creation this
+			// cannot wait for without a workload).
+			finalizerPolicy = finalizerPolicy || strings.HasSuffix(obj.GetName(), "-myapp-finalizer")
 		}
 	}
 	if container.Args == nil {
@@ -180,6 +206,17 @@ func (c *LocalCluster) apply(t testing.TB, data []byte, source ...string) (corev
 	return container, container.Args
 }
 
+// servesAdmissionPolicies says whether the API server serves MutatingAdmissionPolicy v1, which
+// the shipped manifests' admission policies are.
+func (c *LocalCluster) servesAdmissionPolicies(t testing.TB) bool {
+	t.Helper()
+	list, err := c.Clientset.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		t.Fatalf("reading the API server's discovery: %v", err)
+	}
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "mutatingadmissionpolicies" })
+}
+
 // WaitEstablished waits until the API server serves the named CRDs ("crd/NAME").
 func (c *LocalCluster) WaitEstablished(t testing.TB, crds ...string) {
 	t.Helper()
@@ -189,18 +226,25 @@ func (c *LocalCluster) WaitEstablished(t testing.TB, crds ...string) {
 }
 
 // ServiceAccountKubeconfig writes a kubeconfig that authenticates as the manager's
-// ServiceAccount with a token from the TokenRequest API, as the Pod's projected token would,
-// and returns it with the same connection as a REST config.
+// ServiceAccount of the shipped manifests with a token from the TokenRequest API, as the Pod's
+// projected token would, and returns it with the same connection as a REST config.
 func (c *LocalCluster) ServiceAccountKubeconfig(t testing.TB) (string, *rest.Config) {
 	t.Helper()
+	return c.ServiceAccountKubeconfigOf(t, ManagerNamespace, ManagerServiceAccount)
+}
+
+// ServiceAccountKubeconfigOf is ServiceAccountKubeconfig for the ServiceAccount namespace/name,
+// such as a Helm release's.
+func (c *LocalCluster) ServiceAccountKubeconfigOf(t testing.TB, namespace, name string) (string, *rest.Config) {
+	t.Helper()
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3 * 3600))}}
-	tok, err := c.Clientset.CoreV1().ServiceAccounts(ManagerNamespace).CreateToken(context.Background(), ManagerServiceAccount, req, metav1.CreateOptions{})
+	tok, err := c.Clientset.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name, req, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("requesting a token for %s/%s: %v", ManagerNamespace, ManagerServiceAccount, err)
+		t.Fatalf("requesting a token for %s/%s: %v", namespace, name, err)
 	}
 	cfg := &rest.Config{Host: c.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: c.Config.CAData}}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := WriteKubeconfig(path, cfg, ManagerNamespace); err != nil {
+	if err := WriteKubeconfig(path, cfg, namespace); err != nil {
 		t.Fatal(err)
 	}
 	return path, cfg

@@ -63,7 +63,7 @@ func TestPerControllerFailover(t *testing.T) {
 	// The leader metric is per controller; the configmapwatcher's four rows share one Lease, so
 	// its Deployments row stands for the group.
 	groups := []string{"myapp", "verticalscaler", "configmapwatcher-deployments"}
-	leads := leadersOf(t, replicas, groups...)
+	leads := testenv.Leaders(t, replicas, groups...)
 	var spread []string
 	for _, name := range groups {
 		spread = append(spread, fmt.Sprintf("%s: replica %d", name, slices.Index(replicas, leads[name])))
@@ -98,7 +98,7 @@ func TestSingleLeaseFailover(t *testing.T) {
 	// The standbys are not asked whether they are ready: controller-runtime's standbys would
 	// start their informers then (the readiness check starts them, as a kubelet's probe would),
 	// and this is the cold start.
-	leads := leadersOf(t, replicas, "myapp")
+	leads := testenv.Leaders(t, replicas, "myapp")
 	takeover, watchChange := killDuringCreation(t, c, ns, replicas, leads["myapp"])
 	t.Logf("single Lease, cold standby: the first myapp reconcile on the new leader came %s after the kill; open watches changed by %v", takeover.Round(10*time.Millisecond), watchChange)
 	if watchChange["myapps"] < 0 {
@@ -107,43 +107,6 @@ func TestSingleLeaseFailover(t *testing.T) {
 	if bound := failoverLeaseDuration + failoverRetryPeriod*22/10 + 10*time.Second; takeover > bound {
 		t.Errorf("takeover took %s, more than %s", takeover, bound)
 	}
-}
-
-// leadersOf waits until each named controller is led by exactly one of the replicas (its
-// switchboard_controller_leader is 1 there, 0 elsewhere) and returns, per controller, the
-// replica that leads it.
-func leadersOf(t *testing.T, replicas []*testenv.Process, controllers ...string) map[string]*testenv.Process {
-	t.Helper()
-	out := map[string]*testenv.Process{}
-	// Two minutes: a leader starts its caches and waits for them before it campaigns, which on
-	// a loaded CI machine has taken most of a minute.
-	eventually(t, 2*time.Minute, func() error {
-		clear(out)
-		for i, m := range replicas {
-			if exited, err := m.Exited(); exited {
-				return fmt.Errorf("replica %d exited: %v", i, err)
-			}
-			leading, err := m.MetricByLabel(context.Background(), "switchboard_controller_leader", "controller")
-			if err != nil {
-				return fmt.Errorf("replica %d: %w", i, err)
-			}
-			for _, name := range controllers {
-				if leading[name] == 1 {
-					if out[name] != nil {
-						return fmt.Errorf("two replicas lead %s (replica %d among them)", name, i)
-					}
-					out[name] = m
-				}
-			}
-		}
-		for _, name := range controllers {
-			if out[name] == nil {
-				return fmt.Errorf("no replica leads %s yet", name)
-			}
-		}
-		return nil
-	})
-	return out
 }
 
 // killDuringCreation creates failoverMyApps MyApps in ns, kills leader with SIGKILL a third of

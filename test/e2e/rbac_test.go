@@ -125,20 +125,7 @@ func configMapWatcherWorks(t *testing.T, c *testCluster, ns string) {
 	if err := c.admin.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	labels := map[string]string{"app": "watched"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "watched", Namespace: ns, Annotations: map[string]string{v1alpha1.ReloadAnnotation: "true"}},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "app", Image: "nginx:1.27",
-					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "config"}}}},
-				}}},
-			},
-		},
-	}
+	d := testenv.ReloadedDeployment(ns, "watched", "config")
 	if err := c.admin.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}

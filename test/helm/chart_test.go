@@ -71,11 +71,7 @@ func install(t *testing.T, values string) ([]*unstructured.Unstructured, error) 
 // installRelease is install for the release name in namespace ns.
 func installRelease(t *testing.T, name, ns, values string) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	vals, err := chartutil.ReadValues([]byte(values))
-	if err != nil {
-		t.Fatalf("the test's values: %v", err)
-	}
-	manifest, err := helmsdk.Install(loadChart(t), name, ns, vals)
+	manifest, err := releaseManifest(t, name, ns, values)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +80,17 @@ func installRelease(t *testing.T, name, ns, values string) ([]*unstructured.Unst
 		t.Fatalf("decoding the chart's manifests: %v", err)
 	}
 	return objs, nil
+}
+
+// releaseManifest is the manifest `helm install` applies for the release name in ns with
+// these values, as installRelease renders it.
+func releaseManifest(t *testing.T, name, ns, values string) (string, error) {
+	t.Helper()
+	vals, err := chartutil.ReadValues([]byte(values))
+	if err != nil {
+		t.Fatalf("the test's values: %v", err)
+	}
+	return helmsdk.Install(loadChart(t), name, ns, vals)
 }
 
 // render is install for values the chart must accept.
@@ -199,32 +206,43 @@ func caseValues(t *testing.T, values string) string {
 func TestChartIsTheKustomizeBuild(t *testing.T) {
 	for _, tc := range equivalences {
 		t.Run(tc.name, func(t *testing.T) {
-			want := map[string]map[string]any{}
-			for _, obj := range tc.kustomize.build(t) {
-				switch obj.GetKind() {
-				case "Namespace":
-					continue
-				case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
-					// kustomize 5.5 does not know these kinds are cluster-scoped and gives them
-					// the kustomization's namespace, which the API server drops.
-					obj.SetNamespace("")
-				}
-				want[key(obj)] = normalize(t, obj)
-			}
-			got := map[string]map[string]any{}
-			for _, obj := range render(t, caseValues(t, tc.values)) {
-				if obj.GetKind() == "Namespace" {
-					t.Errorf("the chart renders the Namespace %s: Helm installs into a namespace that exists", obj.GetName())
-				}
-				if _, dup := got[key(obj)]; dup {
-					t.Errorf("the chart renders %s twice", key(obj))
-				}
-				got[key(obj)] = normalize(t, obj)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("the chart against the kustomize build (-kustomize +chart):\n%s", diff)
-			}
+			checkIsTheKustomizeBuild(t, render(t, caseValues(t, tc.values)), tc.kustomize)
 		})
+	}
+	// Rendered for a cluster without MutatingAdmissionPolicy v1, as `helm template
+	// --kube-version 1.34` does, the chart is the installer for Kubernetes before 1.36.
+	t.Run("Kubernetes 1.34", func(t *testing.T) {
+		checkIsTheKustomizeBuild(t, renderFor(t, "", helmsdk.Cluster{KubeVersion: kubeVersion(34)}), kustomization{dir: "overlays/before-1.36"})
+	})
+}
+
+// checkIsTheKustomizeBuild compares the chart's rendered objects with the kustomize build k.
+func checkIsTheKustomizeBuild(t *testing.T, rendered []*unstructured.Unstructured, k kustomization) {
+	t.Helper()
+	want := map[string]map[string]any{}
+	for _, obj := range k.build(t) {
+		switch obj.GetKind() {
+		case "Namespace":
+			continue
+		case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
+			// kustomize 5.5 does not know these kinds are cluster-scoped and gives them
+			// the kustomization's namespace, which the API server drops.
+			obj.SetNamespace("")
+		}
+		want[key(obj)] = normalize(t, obj)
+	}
+	got := map[string]map[string]any{}
+	for _, obj := range rendered {
+		if obj.GetKind() == "Namespace" {
+			t.Errorf("the chart renders the Namespace %s: Helm installs into a namespace that exists", obj.GetName())
+		}
+		if _, dup := got[key(obj)]; dup {
+			t.Errorf("the chart renders %s twice", key(obj))
+		}
+		got[key(obj)] = normalize(t, obj)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the chart against the kustomize build (-kustomize +chart):\n%s", diff)
 	}
 }
 

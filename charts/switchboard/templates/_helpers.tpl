@@ -845,3 +845,21 @@ NetworkPolicy guards the metrics port and restricts no egress: netpol.to is refu
 {{- fail "reloader.service: Switchboard's chart has its own metrics Service (<fullname>-controller-manager-metrics, HTTPS on metrics.port; metrics.service.enabled); remove it" }}
 {{- end }}
 {{- end }}
+
+{{/*
+The API version of MutatingAdmissionPolicy that the cluster serves, or nothing: v1 from
+Kubernetes 1.36; v1beta1 on 1.34 and 1.35 where the MutatingAdmissionPolicy feature gate and the
+admissionregistration.k8s.io/v1beta1 API are on. Installed on a cluster, Helm lists the kinds the
+cluster serves. `helm template` without a cluster lists no kinds (only what --api-versions adds):
+then --kube-version decides, v1 from 1.36 and nothing before.
+*/}}
+{{- define "switchboard.mutatingAdmissionPolicyAPIVersion" -}}
+{{- $api := .Capabilities.APIVersions }}
+{{- if $api.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" }}
+{{- "admissionregistration.k8s.io/v1" }}
+{{- else if $api.Has "admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy" }}
+{{- "admissionregistration.k8s.io/v1beta1" }}
+{{- else if and (not ($api.Has "v1/ConfigMap")) (semverCompare ">=1.36.0-0" .Capabilities.KubeVersion.Version) }}
+{{- "admissionregistration.k8s.io/v1" }}
+{{- end }}
+{{- end }}

@@ -24,15 +24,41 @@ func Load(chartDir string) (*chart.Chart, error) {
 }
 
 // Install renders c as `helm install RELEASE CHART --namespace NAMESPACE --dry-run` does with
-// values, the schema's checks included, and returns the manifests, or Helm's error.
+// values, the schema's checks included, for a cluster of KubeVersion, and returns the
+// manifests, or Helm's error.
 func Install(c *chart.Chart, release, namespace string, values map[string]any) (string, error) {
-	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace = release, namespace
-	inst.KubeVersion = KubeVersion
-	rel, err := inst.Run(c, values)
+	r, err := InstallFor(c, release, namespace, values, Cluster{KubeVersion: KubeVersion})
 	if err != nil {
 		return "", err
 	}
-	return rel.Manifest, nil
+	return r.Manifest, nil
+}
+
+// Cluster is what Helm knows of the cluster it renders for, its .Capabilities.
+type Cluster struct {
+	// KubeVersion is the cluster's version, as --kube-version gives it.
+	KubeVersion *chartutil.KubeVersion
+	// APIVersions are the group versions and kinds ("group/version/Kind") the cluster serves,
+	// as Helm lists them from discovery when it installs (action.GetVersionSet), added to Helm's
+	// offline list as --api-versions adds them. Empty is `helm template` without a cluster,
+	// which knows the group versions of its own client and no kind.
+	APIVersions chartutil.VersionSet
+}
+
+// Rendered is what a release renders: its manifests and its notes.
+type Rendered struct {
+	Manifest, Notes string
+}
+
+// InstallFor is Install for the cluster k.
+func InstallFor(c *chart.Chart, release, namespace string, values map[string]any, k Cluster) (Rendered, error) {
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = release, namespace
+	inst.KubeVersion, inst.APIVersions = k.KubeVersion, k.APIVersions
+	rel, err := inst.Run(c, values)
+	if err != nil {
+		return Rendered{}, err
+	}
+	return Rendered{Manifest: rel.Manifest, Notes: rel.Info.Notes}, nil
 }
