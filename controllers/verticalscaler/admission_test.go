@@ -155,3 +155,19 @@ func TestAdmissionKeepsPodsValid(t *testing.T) {
 		t.Errorf("a Pod without container app has containers %v, want its own only", got)
 	}
 }
+
+// TestInitialSaysWhetherNewPodsAreSized: in Initial, Applied says the admission policy sizes new
+// Pods where the API server serves MutatingAdmissionPolicy (Kubernetes 1.36 and later), and that
+// nothing does where it does not (K8S_VERSION=1.34): never a claim the cluster cannot keep.
+func TestInitialSaysWhetherNewPodsAreSized(t *testing.T) {
+	env.StartManager(t, updating...)
+	ns := env.Namespace(t, "vs-")
+	newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "100Mi")})
+	runningPod(t, ns, "web", "web-0", list("100m", "100Mi"), "cpu=500m,memory=300Mi")
+	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeInitial)
+	if testenv.ServesAdmissionPolicies(t, env.Config) {
+		waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionTrue, v1alpha1.ReasonAppliedAtAdmission)
+	} else {
+		waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonAdmissionPolicyUnavailable)
+	}
+}

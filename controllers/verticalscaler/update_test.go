@@ -123,10 +123,15 @@ func newTargetScalerWith(t *testing.T, ns, name string, spec v1alpha1.VerticalSc
 	return vs
 }
 
+// noEvictionWithoutThePolicy is why the eviction tests of a ReplicaSet skip themselves on a
+// Kubernetes minor without MutatingAdmissionPolicy.
+const noEvictionWithoutThePolicy = "there Recreate evicts no Pod of a ReplicaSet, whose replacements no admission policy would size (TestModesWithoutAnAdmissionPolicy)"
+
 // TestRecreateEvictsOneAtATimeAboveMinReplicas: Recreate replaces the Pods of a ReplicaSet
 // (whose template a write would not roll) through the Eviction API, one at a time while one is
 // unavailable, and none when fewer than minReplicas are live.
 func TestRecreateEvictsOneAtATimeAboveMinReplicas(t *testing.T) {
+	testenv.NeedsAdmissionPolicies(t, env.Config, noEvictionWithoutThePolicy)
 	env.StartManager(t, updating...)
 	ns := env.Namespace(t, "vs-")
 	vs := newReplicaSetScaler(t, ns, 3, v1alpha1.UpdateModeRecreate, nil)
@@ -172,6 +177,7 @@ func TestRecreateEvictsOneAtATimeAboveMinReplicas(t *testing.T) {
 // TestGuardsHoldEvictionsBack: a PodDisruptionBudget that allows no disruption, and an eviction
 // requirement the change does not meet, each hold every eviction back, and Applied says so.
 func TestGuardsHoldEvictionsBack(t *testing.T) {
+	testenv.NeedsAdmissionPolicies(t, env.Config, noEvictionWithoutThePolicy)
 	env.StartManager(t, updating...)
 	for _, tc := range []struct {
 		name   string
@@ -276,6 +282,9 @@ func TestInPlaceResizesRunningPodsAndNeverTheTemplate(t *testing.T) {
 // allocatable is refused by the API server (its PodResizeValidator, cause NodeCapacity), as the
 // kubelet reports a resize Infeasible: the Pods are evicted instead, one at a time.
 func TestResizeBeyondTheNodeFallsBackToEviction(t *testing.T) {
+	if minor := testenv.ServerMinor(t, env.Config); minor < 36 {
+		t.Skipf("Kubernetes 1.%d: the API server refuses a resize beyond the Node's capacity from 1.36 (its PodResize admission plugin); before, the kubelet reports it Infeasible, as TestInPlaceResizesRunningPodsAndNeverTheTemplate checks", minor)
+	}
 	resizeFailed := func() float64 {
 		t.Helper()
 		v, _, err := testenv.MetricValue("switchboard_verticalscaler_evictions_total", map[string]string{"reason": "ResizeFailed"})

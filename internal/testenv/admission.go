@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +51,13 @@ func (e *Env) BindAdmissionPolicy(t testing.TB, file, ns string, ready func(cont
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Client.Create(ctx, policy); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = e.Client.Create(ctx, policy)
+	switch {
+	case meta.IsNoMatchError(err):
+		// Kubernetes 1.34 and 1.35 (K8S_VERSION): what the test checks does not exist there;
+		// the manager's fallback without it is tested on every minor.
+		t.Skipf("the API server serves no %s (Kubernetes before 1.36), which %s needs", policy.GetAPIVersion()+" "+policy.GetKind(), file)
+	case err != nil && !apierrors.IsAlreadyExists(err):
 		t.Fatalf("creating the policy of %s: %v", file, err)
 	}
 	binding.SetName(binding.GetName() + "-" + ns)

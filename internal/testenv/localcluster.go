@@ -156,7 +156,7 @@ func (c *LocalCluster) apply(t testing.TB, data []byte, source ...string) (corev
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.servesAdmissionPolicies(t) {
+	if !ServesAdmissionPolicies(t, c.Config) {
 		objs = slices.DeleteFunc(objs, func(obj *unstructured.Unstructured) bool {
 			return strings.HasPrefix(obj.GetKind(), "MutatingAdmissionPolicy")
 		})
@@ -204,17 +204,6 @@ func (c *LocalCluster) apply(t testing.TB, data []byte, source ...string) (corev
 		})
 	}
 	return container, container.Args
-}
-
-// servesAdmissionPolicies says whether the API server serves MutatingAdmissionPolicy v1, which
-// the shipped manifests' admission policies are.
-func (c *LocalCluster) servesAdmissionPolicies(t testing.TB) bool {
-	t.Helper()
-	list, err := c.Clientset.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
-	if err != nil {
-		t.Fatalf("reading the API server's discovery: %v", err)
-	}
-	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "mutatingadmissionpolicies" })
 }
 
 // WaitEstablished waits until the API server serves the named CRDs ("crd/NAME").
