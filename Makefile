@@ -260,7 +260,7 @@ test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_
 	SWITCHBOARD_E2E=1 go test $(E2E_ENVTEST_PKGS) -run '$(E2E_RUN)' -count=1 -timeout 20m
 	cd hack/release && SWITCHBOARD_E2E=1 go test . -run '$(E2E_RUN)' -count=1 -timeout 20m
 	cd test/helm && SWITCHBOARD_E2E=1 $(LOCALCLUSTER_ENV) SWITCHBOARD_E2E_MANAGER=$(abspath $(E2E_MANAGER)) \
-		go test . -run '$(or $(E2E_RUN),E2E)' -count=1 -v -timeout 20m
+		go test . -run '$(if $(filter .,$(E2E_RUN)),^TestE2E,$(E2E_RUN))' -count=1 -v -timeout 20m
 	cd test/reliability && SWITCHBOARD_CHAOS=short $(LOCALCLUSTER_ENV) go test ./chaos/ -run '$(E2E_RUN)' -count=1 -v -timeout 20m
 
 ##@ Compatibility
