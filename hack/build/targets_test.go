@@ -191,8 +191,14 @@ func TestInstallAndDeployTargets(t *testing.T) {
 	waitCRDCaches()
 
 	const img = "registry.example.com/team/switchboard@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	mustMake("deploy", "IMG="+img)
-	want := testenv.Kustomize(t, filepath.Join(root, "config", "default"))
+	// Before Kubernetes 1.36 (K8S_VERSION) config/default's admission policies have no API: the
+	// install page sends those clusters to config/overlays/before-1.36.
+	kustomization := filepath.Join("config", "default")
+	if !testenv.ServesAdmissionPolicies(t, env.Config) {
+		kustomization = filepath.Join("config", "overlays", "before-1.36")
+	}
+	mustMake("deploy", "IMG="+img, "DEPLOY_KUSTOMIZATION="+kustomization)
+	want := testenv.Kustomize(t, filepath.Join(root, kustomization))
 	for _, obj := range want {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(obj.GroupVersionKind())
@@ -208,9 +214,9 @@ func TestInstallAndDeployTargets(t *testing.T) {
 		t.Errorf("make deploy IMG=%s deployed the image %s", img, got)
 	}
 
-	mustMake("undeploy")
+	mustMake("undeploy", "DEPLOY_KUSTOMIZATION="+kustomization)
 	testenv.Eventually(t, time.Minute, func() error { return gone(ctx, env.Client, append(crdObjects(crds), &deployment)...) })
-	mustMake("undeploy", "ignore-not-found=true")
+	mustMake("undeploy", "DEPLOY_KUSTOMIZATION="+kustomization, "ignore-not-found=true")
 }
 
 // crdObjects returns CRDs by name, to look up (unstructured: the test kit's client knows the
