@@ -271,17 +271,32 @@ func churnLoop(ctx context.Context, load *churn.Churn, bad *badInput, s settings
 		if err := sleep(ctx, s.stepEvery); err != nil {
 			return err
 		}
-		if err := load.Step(ctx); err != nil && ctx.Err() == nil {
+		if err := churnStep(ctx, load.Step); err != nil {
 			return err
 		}
 		if !changed && time.Now().After(middle) {
 			changed = true
-			if err := bad.change(ctx); err != nil && ctx.Err() == nil {
+			if err := churnStep(ctx, bad.change); err != nil {
 				return err
 			}
 		}
 	}
 }
+
+// churnStep runs one step of the churn to its end even when the chaos window closes during it:
+// the window stops the loop between steps. Cutting a step short with the window's deadline
+// would fail it with errors that do not all wrap the context's (client-go's rate limiter
+// refuses, before the deadline, a wait that would outlast it), and would leave the step half
+// done for the convergence checks. churnStepTimeout bounds a step that hangs.
+func churnStep(ctx context.Context, step func(context.Context) error) error {
+	stepCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), churnStepTimeout)
+	defer cancel()
+	return step(stepCtx)
+}
+
+// churnStepTimeout is far above one step's few requests to the API server, which the faults
+// do not touch (the test's client talks to it directly).
+const churnStepTimeout = time.Minute
 
 // killLoop kills a replica at random about every killEvery, and starts its next process a few
 // seconds later, as a Deployment would replace a Pod.
