@@ -283,6 +283,9 @@ RELOADER_BASELINE ?=
 # CustomResourceDefinitions installed on the cluster before the suites: for csi, the Secrets Store
 # CSI driver's (vendored, testdata/crds/secrets-store-csi-driver/README.md).
 RELOADER_CRDS ?= $(if $(findstring csi,$(RELOADER_SUITES)),testdata/crds/secrets-store-csi-driver)
+# Argo Rollouts' Rollout CRD and a kwok Stage that makes Rollouts ready, so that the argo suite
+# and the ArgoRollout entries of the others run (false: the cluster serves no Rollouts).
+RELOADER_ARGO_ROLLOUTS ?= true
 RELOADER_FOCUS ?=
 RELOADER_LABEL_FILTER ?=
 RELOADER_OUT ?= $(LOCALBIN)/reloadersuite
@@ -294,7 +297,7 @@ test-reloader: build $(LOCALCLUSTER_BINS) ## Run Reloader's own e2e suite (RELOA
 	@[ -n "$(RELOADER_DIR)" ] || { echo "RELOADER_DIR=<a checkout of github.com/stakater/Reloader> is required"; exit 2; }
 	cd test/reloadersuite && go build -o $(LOCALBIN)/reloadersuite .
 	$(LOCALBIN)/reloadersuite run --reloader-dir=$(RELOADER_DIR) --subject=$(RELOADER_SUBJECT) --suites=$(RELOADER_SUITES) \
-		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' --crds=$(RELOADER_CRDS) \
+		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' --crds=$(RELOADER_CRDS) --argo-rollouts=$(RELOADER_ARGO_ROLLOUTS) \
 		$(foreach a,$(RELOADER_MANAGER_ARGS),--manager-args=$(a)) \
 		--out=$(RELOADER_OUT) --manager=$(MANAGER) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
 		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER)

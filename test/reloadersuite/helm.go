@@ -14,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -138,16 +140,42 @@ func helmMain(args []string) int {
 
 // adminClient is the admin's client, from KUBECONFIG.
 func adminClient() (client.Client, error) {
+	cfg, err := adminConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme.Scheme})
+}
+
+// adminConfig is the admin's connection, from KUBECONFIG.
+func adminConfig() (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 	if err != nil {
 		return nil, fmt.Errorf("reading KUBECONFIG: %w", err)
 	}
-	return client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	return cfg, nil
+}
+
+// capabilities reads the cluster's capabilities, as Helm does before it renders a chart.
+func capabilities() (clusterCapabilities, error) {
+	cfg, err := adminConfig()
+	if err != nil {
+		return clusterCapabilities{}, err
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return clusterCapabilities{}, err
+	}
+	return discoverCapabilities(d)
 }
 
 func upgradeInstall(ctx context.Context, a helmArgs) error {
 	subject := os.Getenv(envSubject)
 	c, err := adminClient()
+	if err != nil {
+		return err
+	}
+	caps, err := capabilities()
 	if err != nil {
 		return err
 	}
@@ -167,7 +195,7 @@ func upgradeInstall(ctx context.Context, a helmArgs) error {
 			values = strings.Split(v, ",")
 		}
 	}
-	objs, err := renderChart(chart, a.release, a.namespace, values, chartSets(subject, a.sets))
+	objs, err := renderChart(chart, a.release, a.namespace, values, chartSets(subject, a.sets), caps)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/example/switchboard/internal/manifests"
 )
 
 func TestParseHelmArgs(t *testing.T) {
@@ -143,5 +147,54 @@ func TestRegressions(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, regressions(baseline, subject)); diff != "" {
 		t.Errorf("regressions (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteArgoRollouts(t *testing.T) {
+	dir := t.TempDir()
+	module := filepath.Join(dir, "argo-rollouts")
+	extra := filepath.Join(dir, "csi")
+	for path, content := range map[string]string{
+		filepath.Join(module, rolloutCRDPath):              "kind: CustomResourceDefinition # rollouts\n",
+		filepath.Join(extra, "secretproviderclasses.yaml"): "kind: CustomResourceDefinition # spc\n",
+		filepath.Join(extra, "README.md"):                  "not a manifest\n",
+		filepath.Join(dir, "kwok-stages.yaml"):             "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata:\n  name: pod-ready\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	crds, stages, err := writeArgoRollouts(module, extra, filepath.Join(dir, "kwok-stages.yaml"), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(crds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{"argoproj.io_rollouts.yaml", "secretproviderclasses.yaml"}, names); diff != "" {
+		t.Errorf("CRDs (-want +got):\n%s", diff)
+	}
+	data, err := os.ReadFile(stages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := manifests.Decode(data)
+	if err != nil {
+		t.Fatalf("the Stages do not decode: %v\n%s", err, data)
+	}
+	if len(docs) != 2 || docs[1].GetName() != "argo-rollout-ready" {
+		t.Errorf("Stages %s: want the given one, then argo-rollout-ready", data)
+	}
+	if _, _, err := writeArgoRollouts(filepath.Join(dir, "elsewhere"), "", filepath.Join(dir, "kwok-stages.yaml"), out); err == nil {
+		t.Error("a module without the Rollout CRD: no error")
 	}
 }

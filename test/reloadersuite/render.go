@@ -15,16 +15,41 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 
 	"github.com/example/switchboard/internal/manifests"
 )
 
-// kubeVersion is the version charts are rendered for: the local cluster's.
-var kubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+// clusterCapabilities are what Helm reads from the cluster it installs to and gives a chart's
+// templates as .Capabilities: the server's version, and the group/versions and kinds discovery
+// lists. Reloader's chart grants the permission to patch Argo Rollouts only where
+// .Capabilities has argoproj.io/v1alpha1.
+type clusterCapabilities struct {
+	kubeVersion *chartutil.KubeVersion
+	apiVersions chartutil.VersionSet
+}
+
+// discoverCapabilities reads the cluster's capabilities through d, as `helm upgrade --install`
+// does.
+func discoverCapabilities(d discovery.DiscoveryInterface) (clusterCapabilities, error) {
+	v, err := d.ServerVersion()
+	if err != nil {
+		return clusterCapabilities{}, fmt.Errorf("reading the server's version: %w", err)
+	}
+	apiVersions, err := action.GetVersionSet(d)
+	if err != nil {
+		return clusterCapabilities{}, fmt.Errorf("reading the server's API versions: %w", err)
+	}
+	return clusterCapabilities{
+		kubeVersion: &chartutil.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor},
+		apiVersions: apiVersions,
+	}, nil
+}
 
 // renderChart renders the chart in chartDir as `helm upgrade --install release chartDir
-// --namespace namespace -f valuesFiles... --set sets...` would, and returns its objects.
-func renderChart(chartDir, release, namespace string, valuesFiles, sets []string) ([]*unstructured.Unstructured, error) {
+// --namespace namespace -f valuesFiles... --set sets...` would on a cluster of caps, and returns
+// its objects.
+func renderChart(chartDir, release, namespace string, valuesFiles, sets []string, caps clusterCapabilities) ([]*unstructured.Unstructured, error) {
 	c, err := loader.Load(chartDir)
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart %s: %w", chartDir, err)
@@ -45,7 +70,7 @@ func renderChart(chartDir, release, namespace string, valuesFiles, sets []string
 	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
 	inst.ReleaseName, inst.Namespace = release, namespace
-	inst.KubeVersion = kubeVersion
+	inst.KubeVersion, inst.APIVersions = caps.kubeVersion, caps.apiVersions
 	rel, err := inst.Run(c, vals)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the chart %s: %w", chartDir, err)

@@ -33,6 +33,7 @@ type runConfig struct {
 	labelFilter     string
 	focus           string
 	crds            string
+	argoRollouts    bool
 	managerArgs     []string
 	baseline        string
 	cluster         localcluster.Config
@@ -55,7 +56,8 @@ func parseRunFlags(args []string) (runConfig, error) {
 	fs.StringVar(&cfg.values, "values", filepath.Join("charts", "switchboard", "ci", "configmapwatcher-values.yaml"), "Switchboard's values files (comma-separated), given before the suite's; the migration page's")
 	fs.StringVar(&cfg.labelFilter, "label-filter", "", "Ginkgo's --label-filter for every suite")
 	fs.StringVar(&cfg.focus, "focus", "", "Ginkgo's --focus for every suite")
-	fs.StringVar(&cfg.crds, "crds", "", "a directory of CustomResourceDefinitions to install first (for example Argo Rollouts' Rollout)")
+	fs.StringVar(&cfg.crds, "crds", "", "a directory of CustomResourceDefinitions to install first (for example the Secrets Store CSI driver's)")
+	fs.BoolVar(&cfg.argoRollouts, "argo-rollouts", true, "install Argo Rollouts' Rollout CRD (from the argo-rollouts module the checkout requires) and a kwok Stage that reports a Rollout's replicas ready, so that the argo suite and the ArgoRollout entries of the others run; the Argo Rollouts controller itself is not run")
 	fs.Func("manager-args", "a flag appended to the arguments the chart gives Switchboard's manager, for looking into a run (for example --zap-log-level=debug or --zap-time-encoding=rfc3339nano); may be given several times", func(s string) error {
 		cfg.managerArgs = append(cfg.managerArgs, s)
 		return nil
@@ -147,9 +149,15 @@ func run(args []string) error {
 			return err
 		}
 	}
-	binary, err := build(ctx, cfg, buildDir)
+	binary, modFlags, err := build(ctx, cfg, buildDir)
 	if err != nil {
 		return err
+	}
+	cfg.cluster.CRDDir = cfg.crds
+	if cfg.argoRollouts {
+		if cfg.cluster.CRDDir, cfg.cluster.KwokStages, err = argoRollouts(ctx, cfg.reloaderDir, modFlags, cfg.crds, cfg.cluster.KwokStages, cfg.out); err != nil {
+			return err
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -165,7 +173,6 @@ func run(args []string) error {
 	ctrllog.SetLogger(logr.Discard())
 	fmt.Fprintln(os.Stderr, "Starting the local cluster")
 	cfg.cluster.Dir = filepath.Join(cfg.out, "cluster")
-	cfg.cluster.CRDDir = cfg.crds
 	c, err := localcluster.Start(ctx, cfg.cluster)
 	if err != nil {
 		return err
@@ -215,22 +222,21 @@ func run(args []string) error {
 }
 
 // build compiles the suites of the Reloader checkout, and Reloader itself for the baseline,
-// and returns the controller's binary.
-func build(ctx context.Context, cfg runConfig, buildDir string) (string, error) {
-	var modFlags []string
+// and returns the controller's binary and the go flags that build the checkout.
+func build(ctx context.Context, cfg runConfig, buildDir string) (binary string, modFlags []string, err error) {
 	if cfg.openshiftAPIDir != "" {
 		modFile := filepath.Join(buildDir, "go.mod")
 		for _, f := range []string{"go.mod", "go.sum"} {
 			data, err := os.ReadFile(filepath.Join(cfg.reloaderDir, f))
 			if err != nil {
-				return "", err
+				return "", nil, err
 			}
 			if err := os.WriteFile(filepath.Join(buildDir, f), data, 0o644); err != nil {
-				return "", err
+				return "", nil, err
 			}
 		}
 		if err := goCmd(ctx, cfg.reloaderDir, "mod", "edit", "-modfile="+modFile, "-replace=github.com/openshift/api="+cfg.openshiftAPIDir); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		modFlags = []string{"-modfile=" + modFile}
 	}
@@ -238,19 +244,19 @@ func build(ctx context.Context, cfg runConfig, buildDir string) (string, error) 
 		fmt.Fprintf(os.Stderr, "Building Reloader's %s suite\n", suite)
 		args := append(append([]string{"test"}, modFlags...), "-c", "-o", filepath.Join(buildDir, suite+".test"), "./test/e2e/"+suite)
 		if err := goCmd(ctx, cfg.reloaderDir, args...); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	if cfg.subject == subjectSwitchboard {
 		if _, err := os.Stat(cfg.manager); err != nil {
-			return "", fmt.Errorf("the manager: %w (make build builds it)", err)
+			return "", nil, fmt.Errorf("the manager: %w (make build builds it)", err)
 		}
-		return cfg.manager, nil
+		return cfg.manager, modFlags, nil
 	}
 	fmt.Fprintln(os.Stderr, "Building Reloader")
-	binary := filepath.Join(buildDir, "reloader")
+	binary = filepath.Join(buildDir, "reloader")
 	args := append(append([]string{"build"}, modFlags...), "-o", binary, ".")
-	return binary, goCmd(ctx, cfg.reloaderDir, args...)
+	return binary, modFlags, goCmd(ctx, cfg.reloaderDir, args...)
 }
 
 func goCmd(ctx context.Context, dir string, args ...string) error {

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// argoRolloutsModule is the module whose Rollout type and clientset Reloader's suites use. Its
+// module zip ships the Rollout's CustomResourceDefinition (manifests/crds/rollout-crd.yaml), so
+// the CRD installed is the one of the very version the suites were built against.
+const argoRolloutsModule = "github.com/argoproj/argo-rollouts"
+
+// rolloutCRDPath is where the module keeps the Rollout's CustomResourceDefinition.
+var rolloutCRDPath = filepath.Join("manifests", "crds", "rollout-crd.yaml")
+
+// rolloutReadyStage is the kwok Stage that plays the Argo Rollouts controller's part the suites
+// wait for: a Rollout whose status does not report all its replicas ready gets status.replicas,
+// updatedReplicas, readyReplicas and availableReplicas equal to spec.replicas (1 when unset,
+// as in Argo Rollouts). Reloader's suites read nothing else of a Rollout's status: they wait
+// for status.readyReplicas == spec.replicas, then watch spec (the template's annotations and
+// environment, spec.restartAt). The controller itself is not run: it would create ReplicaSets
+// and Pods, and nothing runs in kwok's Pods; what Reloader or the configmapwatcher write to a
+// Rollout is the same either way.
+const rolloutReadyStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: argo-rollout-ready
+spec:
+  resourceRef:
+    apiGroup: argoproj.io/v1alpha1
+    kind: Rollout
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '(.status.readyReplicas // 0) == (.spec.replicas // 1)'
+      operator: 'NotIn'
+      values: ['true']
+  next:
+    statusTemplate: |
+      {{ $replicas := .spec.replicas | default 1 }}
+      replicas: {{ $replicas }}
+      updatedReplicas: {{ $replicas }}
+      readyReplicas: {{ $replicas }}
+      availableReplicas: {{ $replicas }}
+`
+
+// argoRollouts gives the cluster what Reloader's suites look for before they run their Argo
+// Rollouts specs (the argo suite, and the ArgoRollout entries of core and annotations): the
+// Rollout CRD, from the argo-rollouts module the checkout requires, in a directory of CRDs with
+// those of extraCRDs (a directory, or empty), and kwok Stages that are those of stages plus
+// rolloutReadyStage. It returns the directory of CRDs and the file of Stages, both under dir.
+func argoRollouts(ctx context.Context, reloaderDir string, modFlags []string, extraCRDs, stages, dir string) (crds, stagesFile string, err error) {
+	moduleDir, err := moduleDir(ctx, reloaderDir, modFlags, argoRolloutsModule)
+	if err != nil {
+		return "", "", err
+	}
+	return writeArgoRollouts(moduleDir, extraCRDs, stages, dir)
+}
+
+// writeArgoRollouts writes what argoRollouts returns, with the Rollout CRD of the argo-rollouts
+// module in moduleDir.
+func writeArgoRollouts(moduleDir, extraCRDs, stages, dir string) (crds, stagesFile string, err error) {
+	crds = filepath.Join(dir, "crds")
+	if err := os.RemoveAll(crds); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(crds, 0o755); err != nil {
+		return "", "", err
+	}
+	if err := copyFile(filepath.Join(moduleDir, rolloutCRDPath), filepath.Join(crds, "argoproj.io_rollouts.yaml")); err != nil {
+		return "", "", fmt.Errorf("the Rollout CRD of %s: %w", argoRolloutsModule, err)
+	}
+	if extraCRDs != "" {
+		entries, err := os.ReadDir(extraCRDs)
+		if err != nil {
+			return "", "", err
+		}
+		for _, e := range entries {
+			if e.IsDir() || !isManifest(e.Name()) {
+				continue
+			}
+			if err := copyFile(filepath.Join(extraCRDs, e.Name()), filepath.Join(crds, e.Name())); err != nil {
+				return "", "", err
+			}
+		}
+	}
+	base, err := os.ReadFile(stages)
+	if err != nil {
+		return "", "", fmt.Errorf("reading kwok stages: %w", err)
+	}
+	stagesFile = filepath.Join(dir, "kwok-stages.yaml")
+	combined := append(bytes.TrimRight(base, "\n"), []byte("\n---\n"+rolloutReadyStage)...)
+	return crds, stagesFile, os.WriteFile(stagesFile, combined, 0o644)
+}
+
+// moduleDir returns the directory of module in the module cache, as the build of the checkout
+// (with modFlags) resolves it: the build has downloaded it already.
+func moduleDir(ctx context.Context, dir string, modFlags []string, module string) (string, error) {
+	args := append(append([]string{"list"}, modFlags...), "-m", "-f", "{{.Dir}}", module)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go %s in %s: %w", strings.Join(args, " "), dir, err)
+	}
+	found := strings.TrimSpace(string(out))
+	if found == "" {
+		return "", fmt.Errorf("%s is not in the module cache: go mod download %s in %s fetches it", module, module, dir)
+	}
+	return found, nil
+}
+
+// isManifest says whether name is a file envtest installs CRDs from.
+func isManifest(name string) bool {
+	switch filepath.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
+}
