@@ -156,10 +156,12 @@ func (k *digestKey) versionDigests(src podrefs.Source, objects providerObjects, 
 }
 
 // providerStatusHandler maps the changes of SecretProviderClassPodStatus objects to the
-// workloads that roll on their SecretProviderClass (workloadsFor): an update that changes the
-// versions reported, and a deletion (a Pod gone may have been the last to report the recorded
-// version). A creation is a Pod's first mount, which rolls nothing; the reconcile that follows
-// the workload's own events records it.
+// workloads that roll on their SecretProviderClass (workloadsFor): a creation, an update that
+// changes the versions reported, and a deletion (a Pod gone may have been the last to report
+// the recorded version). A creation is a Pod's first mount, which rolls nothing, but its
+// reconcile records the versions mounted: the driver mounts as the Pod starts, which may be
+// after the workload's last event, and without that record the next rotation would be taken
+// for the first mount and roll nothing (Reloader rolls on it).
 func providerStatusHandler(workloadsFor func(ctx context.Context, namespace string, src podrefs.Source) []mappedWorkload) handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
 	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		class := providerStatusOf(obj).class
@@ -171,6 +173,9 @@ func providerStatusHandler(workloadsFor func(ctx context.Context, namespace stri
 		}
 	}
 	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			before, after := providerStatusOf(e.ObjectOld), providerStatusOf(e.ObjectNew)
 			if before.equal(after) {

@@ -175,6 +175,31 @@ func TestSecretProviderClasses(t *testing.T) {
 			t.Errorf("rolls after both Pods rotated (-want +got):\n%s", diff)
 		}
 
+		// A class first mounted after its workload was recorded, as when the driver mounts after
+		// the workload's last event: the mount rolls nothing but is recorded, and the next
+		// rotation rolls, as Reloader's.
+		late := k.workload(ns, "late", "", csiSpec("app", "later"))
+		late.SetAnnotations(map[string]string{v1alpha1.ReloaderSecretProviderClassReloadAnnotation: "later"})
+		since = k.reconcileTotal(t)
+		create(t, providerClass(ns, "later"), late)
+		k.settle(t, since, 1)
+		create(t, providerStatus(ns, "pod-c", "later", v1))
+		var lateStates map[string]workloadState
+		testenv.Eventually(t, timeout, func() error {
+			lateStates = k.states(t, ns)
+			if s := lateStates["late"]; s.Hash != "" || !strings.Contains(s.Record, "SecretProviderClass/later") {
+				return fmt.Errorf("late: hash %q, record %s: want no roll and SecretProviderClass/later recorded", s.Hash, s.Record)
+			}
+			return nil
+		})
+		rotate(t, ns, "pod-c", "later", map[string]string{"api_key": "2"})
+		k.waitRolled(t, ns, lateStates, "late")
+		since = k.reconcileTotal(t)
+		k.settle(t, since, 0)
+		if diff := cmp.Diff(map[string]int{"late": 1}, rolls.take(t, k, ns)); diff != "" {
+			t.Errorf("rolls of a class first mounted after the record (-want +got):\n%s", diff)
+		}
+
 		// The ConfigMap: the typed annotation leaves it out, as Reloader's.
 		since = k.reconcileTotal(t)
 		updateConfigMap(t, ns, "app", map[string]string{"k": "v2"})
