@@ -273,16 +273,19 @@ test-e2e: build-installer $(LOCALCLUSTER_BINS) ## Run the end-to-end tests (E2E_
 # from a fetched checkout (docs/migrating/from-reloader.md says how, and the result table).
 RELOADER_DIR ?=
 RELOADER_SUBJECT ?= switchboard
-RELOADER_SUITES ?= core,annotations,flags,advanced
+RELOADER_SUITES ?= core,annotations,flags,advanced,argo,csi
 # Where the module proxy does not serve the github.com/openshift/api version Reloader's go.mod
 # pins: a directory holding that version, which the suites are built against (Reloader's go.mod
 # is left as it is).
 OPENSHIFT_API_DIR ?=
 # results.json of an earlier run (the baseline's) to compare with; Ginkgo's focus and label filter.
 RELOADER_BASELINE ?=
-# CustomResourceDefinitions installed on the cluster before the suites: for csi, the Secrets Store
-# CSI driver's (vendored, testdata/crds/secrets-store-csi-driver/README.md).
-RELOADER_CRDS ?= $(if $(findstring csi,$(RELOADER_SUITES)),testdata/crds/secrets-store-csi-driver)
+# Further CustomResourceDefinitions to install on the cluster before the suites.
+RELOADER_CRDS ?=
+# The Secrets Store CSI driver's CRDs (vendored, testdata/crds/secrets-store-csi-driver/README.md),
+# with stand-ins for the driver and Vault, for the csi suite and the SecretProviderClass specs of
+# the others (empty: none).
+RELOADER_SECRETS_STORE_CSI ?= testdata/crds/secrets-store-csi-driver
 # Argo Rollouts' Rollout CRD and a kwok Stage that makes Rollouts ready, so that the argo suite
 # and the ArgoRollout entries of the others run (false: the cluster serves no Rollouts).
 RELOADER_ARGO_ROLLOUTS ?= true
@@ -297,7 +300,7 @@ test-reloader: build $(LOCALCLUSTER_BINS) ## Run Reloader's own e2e suite (RELOA
 	@[ -n "$(RELOADER_DIR)" ] || { echo "RELOADER_DIR=<a checkout of github.com/stakater/Reloader> is required"; exit 2; }
 	cd test/reloadersuite && go build -o $(LOCALBIN)/reloadersuite .
 	$(LOCALBIN)/reloadersuite run --reloader-dir=$(RELOADER_DIR) --subject=$(RELOADER_SUBJECT) --suites=$(RELOADER_SUITES) \
-		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' --crds=$(RELOADER_CRDS) --argo-rollouts=$(RELOADER_ARGO_ROLLOUTS) \
+		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' --crds=$(RELOADER_CRDS) --argo-rollouts=$(RELOADER_ARGO_ROLLOUTS) --secrets-store-csi=$(RELOADER_SECRETS_STORE_CSI) \
 		$(foreach a,$(RELOADER_MANAGER_ARGS),--manager-args=$(a)) \
 		--out=$(RELOADER_OUT) --manager=$(MANAGER) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
 		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER)

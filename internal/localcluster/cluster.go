@@ -97,7 +97,7 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if err := writeResizeStages(resizeStages); err != nil {
 		return err
 	}
-	if err := c.startProcess("kwok", cfg.Kwok, kwokArgs(c.Kubeconfig, cfg.KwokStages, resizeStages, cfg.KwokMetrics, pipeline)...); err != nil {
+	if err := c.startProcess("kwok", cfg.Kwok, kwokArgs(c.Kubeconfig, cfg.KwokStages, resizeStages, cfg.KwokMetrics, cfg.KwokConfigs, pipeline)...); err != nil {
 		return err
 	}
 	if err := c.startMetricsServer(ctx, cfg.MetricsServer, pipeline); err != nil {

@@ -49,15 +49,15 @@ const kwokPodCIDR = "10.244.0.0/16"
 // keeps kube-controller-manager from marking the fake Nodes NotReady.
 const nodeLeaseSeconds = "40"
 
-// kwokArgs runs kwok on every Node with the given Stages (kwok's, and those of a resize) and
-// metrics configuration. Its server
+// kwokArgs runs kwok on every Node with the given Stages (kwok's, and those of a resize),
+// metrics configuration and further configuration files. Its server
 // (the fake kubelet endpoints: logs, exec, and the resource metrics metrics-server scrapes)
 // listens on the pipeline's port of the loopback interface only, with a certificate of the
 // serving authority; --node-ip and --node-port put that address in every Node's status, where
 // metrics-server looks for a kubelet.
-func kwokArgs(kubeconfig, stages, resizeStages, metrics string, p *metricsPipeline) []string {
+func kwokArgs(kubeconfig, stages, resizeStages, metrics string, configs []string, p *metricsPipeline) []string {
 	port := strconv.Itoa(p.kwokPort)
-	return []string{
+	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--config=" + stages,
 		"--config=" + resizeStages,
@@ -71,6 +71,10 @@ func kwokArgs(kubeconfig, stages, resizeStages, metrics string, p *metricsPipeli
 		"--tls-cert-file=" + p.path(kwokCertFile),
 		"--tls-private-key-file=" + p.path(kwokKeyFile),
 	}
+	for _, c := range configs {
+		args = append(args, "--config="+c)
+	}
+	return args
 }
 
 // fakeNode returns a Node that kwok plays the kubelet of. Its capacity is large enough for

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/example/switchboard/internal/manifests"
 )
 
 // Config says which binaries to run and where the cluster keeps its files.
@@ -19,6 +21,10 @@ type Config struct {
 	Kwok string
 	// KwokStages is a file of kwok Stages for Nodes and Pods.
 	KwokStages string
+	// KwokConfigs are further files of kwok configuration, for what a run adds to the cluster:
+	// Stages of a custom resource's kind, a ClusterExec that runs a Pod's commands on this
+	// machine.
+	KwokConfigs []string
 	// KwokMetrics is a file of kwok configuration that emulates the kubelet's resource metrics:
 	// a ClusterResourceUsage (or ResourceUsage) giving Pods their usage, and a Metric serving it
 	// at /metrics/nodes/{nodeName}/metrics/resource, the path each fake Node names for
@@ -68,6 +74,15 @@ func (cfg Config) check() error {
 	if err := checkStages(stages); err != nil {
 		return fmt.Errorf("kwok stages %s: %w", cfg.KwokStages, err)
 	}
+	for _, f := range cfg.KwokConfigs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("reading kwok configuration: %w", err)
+		}
+		if err := checkKwokConfig(data); err != nil {
+			return fmt.Errorf("kwok configuration %s: %w", f, err)
+		}
+	}
 	if err := checkExecutable(cfg.MetricsServer); err != nil {
 		return fmt.Errorf("%w: `make metrics-server` builds it", err)
 	}
@@ -109,6 +124,24 @@ func resetDir(dir string) error {
 	for _, name := range []string{"logs", "etcd", "apiserver", pkiDir} {
 		if err := os.MkdirAll(filepath.Join(dir, name), 0o700); err != nil {
 			return fmt.Errorf("creating the cluster's directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkKwokConfig checks that data holds kwok configuration, and nothing else: kwok would
+// ignore an object of another group.
+func checkKwokConfig(data []byte) error {
+	docs, err := manifests.Decode(data)
+	if err != nil {
+		return err
+	}
+	if len(docs) == 0 {
+		return errors.New("no object")
+	}
+	for i, doc := range docs {
+		if doc.GetAPIVersion() != "kwok.x-k8s.io/v1alpha1" {
+			return fmt.Errorf("object %d is a %s %s, not kwok configuration (kwok.x-k8s.io/v1alpha1)", i+1, doc.GetAPIVersion(), doc.GetKind())
 		}
 	}
 	return nil

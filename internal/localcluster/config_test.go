@@ -47,6 +47,8 @@ func TestConfigCheck(t *testing.T) {
 		{name: "missing kwok metrics", edit: func(c *Config) { c.KwokMetrics = filepath.Join(dir, "none.yaml") }, wantErr: "`make kwok` writes it"},
 		{name: "stages as kwok metrics", edit: func(c *Config) { c.KwokMetrics = stages }, wantErr: "kwok metrics configuration"},
 		{name: "missing CRDs", edit: func(c *Config) { c.CRDDir = filepath.Join(dir, "crds") }, wantErr: "CRD directory"},
+		{name: "missing kwok configuration", edit: func(c *Config) { c.KwokConfigs = []string{filepath.Join(dir, "none.yaml")} }, wantErr: "reading kwok configuration"},
+		{name: "bad kwok configuration", edit: func(c *Config) { c.KwokConfigs = []string{filepath.Join(bin, "kwok")} }, wantErr: "kwok configuration " + filepath.Join(bin, "kwok")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

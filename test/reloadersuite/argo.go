@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -51,52 +50,63 @@ spec:
 `
 
 // argoRollouts gives the cluster what Reloader's suites look for before they run their Argo
-// Rollouts specs (the argo suite, and the ArgoRollout entries of core and annotations): the
-// Rollout CRD, from the argo-rollouts module the checkout requires, in a directory of CRDs with
-// those of extraCRDs (a directory, or empty), and kwok Stages that are those of stages plus
-// rolloutReadyStage. It returns the directory of CRDs and the file of Stages, both under dir.
-func argoRollouts(ctx context.Context, reloaderDir string, modFlags []string, extraCRDs, stages, dir string) (crds, stagesFile string, err error) {
+// Rollouts specs (the argo suite, and the ArgoRollout entries of core): the Rollout CRD of the
+// argo-rollouts module the checkout requires, and rolloutReadyStage, which it writes to dir.
+// It returns the CRD's file and the Stage's.
+func argoRollouts(ctx context.Context, reloaderDir string, modFlags []string, dir string) (crd, stage string, err error) {
 	moduleDir, err := moduleDir(ctx, reloaderDir, modFlags, argoRolloutsModule)
 	if err != nil {
 		return "", "", err
 	}
-	return writeArgoRollouts(moduleDir, extraCRDs, stages, dir)
-}
-
-// writeArgoRollouts writes what argoRollouts returns, with the Rollout CRD of the argo-rollouts
-// module in moduleDir.
-func writeArgoRollouts(moduleDir, extraCRDs, stages, dir string) (crds, stagesFile string, err error) {
-	crds = filepath.Join(dir, "crds")
-	if err := os.RemoveAll(crds); err != nil {
-		return "", "", err
-	}
-	if err := os.MkdirAll(crds, 0o755); err != nil {
-		return "", "", err
-	}
-	if err := copyFile(filepath.Join(moduleDir, rolloutCRDPath), filepath.Join(crds, "argoproj.io_rollouts.yaml")); err != nil {
+	crd = filepath.Join(moduleDir, rolloutCRDPath)
+	if _, err := os.Stat(crd); err != nil {
 		return "", "", fmt.Errorf("the Rollout CRD of %s: %w", argoRolloutsModule, err)
 	}
-	if extraCRDs != "" {
-		entries, err := os.ReadDir(extraCRDs)
+	stage = filepath.Join(dir, "kwok-argo-rollouts.yaml")
+	return crd, stage, os.WriteFile(stage, []byte(rolloutReadyStage), 0o644)
+}
+
+// crdDir makes dir a directory of the CRDs to install: the manifests of fromDir (a directory,
+// or empty) and the files. envtest installs the CRDs of one directory.
+func crdDir(dir, fromDir string, files []string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if fromDir != "" {
+		from, err := manifestFiles(fromDir)
 		if err != nil {
-			return "", "", err
+			return err
 		}
-		for _, e := range entries {
-			if e.IsDir() || !isManifest(e.Name()) {
-				continue
-			}
-			if err := copyFile(filepath.Join(extraCRDs, e.Name()), filepath.Join(crds, e.Name())); err != nil {
-				return "", "", err
-			}
+		files = append(from, files...)
+	}
+	for _, f := range files {
+		to := filepath.Join(dir, filepath.Base(f))
+		if _, err := os.Stat(to); err == nil {
+			return fmt.Errorf("two CRD files named %s: %s and another", filepath.Base(f), f)
+		}
+		if err := copyFile(f, to); err != nil {
+			return err
 		}
 	}
-	base, err := os.ReadFile(stages)
+	return nil
+}
+
+// manifestFiles returns the files of dir that envtest installs CRDs from.
+func manifestFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return "", "", fmt.Errorf("reading kwok stages: %w", err)
+		return nil, err
 	}
-	stagesFile = filepath.Join(dir, "kwok-stages.yaml")
-	combined := append(bytes.TrimRight(base, "\n"), []byte("\n---\n"+rolloutReadyStage)...)
-	return crds, stagesFile, os.WriteFile(stagesFile, combined, 0o644)
+	var files []string
+	for _, e := range entries {
+		if !e.IsDir() && isManifest(e.Name()) {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
+	}
+	return files, nil
 }
 
 // moduleDir returns the directory of module in the module cache, as the build of the checkout

@@ -29,8 +29,11 @@ import (
 )
 
 func main() {
-	if filepath.Base(os.Args[0]) == "helm" {
+	switch filepath.Base(os.Args[0]) {
+	case "helm":
 		os.Exit(helmMain(os.Args[1:]))
+	case "vault":
+		os.Exit(vaultMain(os.Args[1:]))
 	}
 	if err := dispatch(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "reloadersuite:", err)

@@ -150,15 +150,14 @@ func TestRegressions(t *testing.T) {
 	}
 }
 
-func TestWriteArgoRollouts(t *testing.T) {
+func TestCRDDir(t *testing.T) {
 	dir := t.TempDir()
-	module := filepath.Join(dir, "argo-rollouts")
-	extra := filepath.Join(dir, "csi")
+	rollouts := filepath.Join(dir, "argo-rollouts", "rollout-crd.yaml")
+	extra := filepath.Join(dir, "extra")
 	for path, content := range map[string]string{
-		filepath.Join(module, rolloutCRDPath):              "kind: CustomResourceDefinition # rollouts\n",
+		rollouts: "kind: CustomResourceDefinition # rollouts\n",
 		filepath.Join(extra, "secretproviderclasses.yaml"): "kind: CustomResourceDefinition # spc\n",
 		filepath.Join(extra, "README.md"):                  "not a manifest\n",
-		filepath.Join(dir, "kwok-stages.yaml"):             "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata:\n  name: pod-ready\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -167,12 +166,11 @@ func TestWriteArgoRollouts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := filepath.Join(dir, "out")
-	crds, stages, err := writeArgoRollouts(module, extra, filepath.Join(dir, "kwok-stages.yaml"), out)
-	if err != nil {
+	out := filepath.Join(dir, "crds")
+	if err := crdDir(out, extra, []string{rollouts}); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := os.ReadDir(crds)
+	entries, err := os.ReadDir(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,21 +178,78 @@ func TestWriteArgoRollouts(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if diff := cmp.Diff([]string{"argoproj.io_rollouts.yaml", "secretproviderclasses.yaml"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"rollout-crd.yaml", "secretproviderclasses.yaml"}, names); diff != "" {
 		t.Errorf("CRDs (-want +got):\n%s", diff)
 	}
-	data, err := os.ReadFile(stages)
+	if err := crdDir(out, extra, []string{filepath.Join(extra, "secretproviderclasses.yaml")}); err == nil {
+		t.Error("two files of one name: no error")
+	}
+}
+
+// TestKwokConfigs checks that the Stage and the ClusterExec given to kwok decode, each as one
+// object of kwok's.
+func TestKwokConfigs(t *testing.T) {
+	for name, data := range map[string]string{
+		"rolloutReadyStage": rolloutReadyStage,
+		"vaultExecConfig":   vaultExecConfig("/run/vault-secrets.json"),
+	} {
+		docs, err := manifests.Decode([]byte(data))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(docs) != 1 || docs[0].GetAPIVersion() != "kwok.x-k8s.io/v1alpha1" {
+			t.Errorf("%s: want one object of kwok.x-k8s.io/v1alpha1:\n%s", name, data)
+		}
+	}
+}
+
+// TestVaultStandIn checks the Vault stand-in's commands and the versions the driver stand-in
+// reports: a change of a value changes its object's version, a change of another key does not.
+func TestVaultStandIn(t *testing.T) {
+	store := vaultStore{path: filepath.Join(t.TempDir(), "vault.json")}
+	objects := `- objectName: "api_key"
+  secretPath: "secret/data/app"
+  secretKey: "api_key"`
+	versionOf := func() string {
+		t.Helper()
+		secrets, err := store.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := objectVersions(objects, secrets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v[0]["version"].(string)
+	}
+	run := func(args ...string) {
+		t.Helper()
+		if err := vaultCommand(store, args); err != nil {
+			t.Fatalf("vault %v: %v", args, err)
+		}
+	}
+	run("kv", "put", "secret/app", "api_key=v1", "other=a")
+	first := versionOf()
+	run("kv", "put", "secret/app", "api_key=v1", "other=b")
+	if got := versionOf(); got != first {
+		t.Errorf("another key changed: version %s, want %s", got, first)
+	}
+	run("kv", "put", "secret/app", "api_key=v2")
+	if got := versionOf(); got == first {
+		t.Errorf("the value changed and the version stayed %s", got)
+	}
+	run("kv", "metadata", "delete", "secret/app")
+	run("kv", "metadata", "delete", "secret/app") // none is no error, as in Vault
+	secrets, err := store.read()
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := manifests.Decode(data)
-	if err != nil {
-		t.Fatalf("the Stages do not decode: %v\n%s", err, data)
+	if _, err := objectVersions(objects, secrets); err == nil {
+		t.Error("a deleted secret: no error, want the mount to fail")
 	}
-	if len(docs) != 2 || docs[1].GetName() != "argo-rollout-ready" {
-		t.Errorf("Stages %s: want the given one, then argo-rollout-ready", data)
-	}
-	if _, _, err := writeArgoRollouts(filepath.Join(dir, "elsewhere"), "", filepath.Join(dir, "kwok-stages.yaml"), out); err == nil {
-		t.Error("a module without the Rollout CRD: no error")
+	for _, bad := range [][]string{{"kv", "get", "secret/app"}, {"kv", "put", "secret/app", "novalue"}} {
+		if err := vaultCommand(store, bad); err == nil {
+			t.Errorf("vault %v: no error", bad)
+		}
 	}
 }

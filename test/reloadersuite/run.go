@@ -34,6 +34,7 @@ type runConfig struct {
 	focus           string
 	crds            string
 	argoRollouts    bool
+	secretsStoreCSI string
 	managerArgs     []string
 	baseline        string
 	cluster         localcluster.Config
@@ -49,7 +50,7 @@ func parseRunFlags(args []string) (runConfig, error) {
 	fs.StringVar(&cfg.reloaderDir, "reloader-dir", "", "a checkout of stakater/Reloader whose test/e2e suites run (required)")
 	fs.StringVar(&cfg.openshiftAPIDir, "openshift-api-dir", "", "a directory holding github.com/openshift/api at the version Reloader's go.mod pins, when the module proxy does not serve it: the suites are built with a replace to it (Reloader's go.mod is not changed)")
 	fs.StringVar(&cfg.subject, "subject", subjectSwitchboard, "what the suites run against: switchboard (the configmapwatcher, installed with its chart in place of Reloader's) or reloader (Reloader built from the checkout, installed with its own chart: the baseline)")
-	fs.StringVar(&suites, "suites", "core,annotations,flags,advanced", "comma-separated suites of "+strings.Join(knownSuites, ", "))
+	fs.StringVar(&suites, "suites", "core,annotations,flags,advanced,argo,csi", "comma-separated suites of "+strings.Join(knownSuites, ", "))
 	fs.StringVar(&cfg.out, "out", filepath.Join("bin", "reloadersuite"), "directory for the builds, the cluster, the logs and the results")
 	fs.StringVar(&cfg.manager, "manager", filepath.Join("bin", "manager"), "Switchboard's manager binary")
 	fs.StringVar(&cfg.chart, "chart", filepath.Join("charts", "switchboard"), "Switchboard's chart, installed with the suite's Reloader values")
@@ -57,6 +58,7 @@ func parseRunFlags(args []string) (runConfig, error) {
 	fs.StringVar(&cfg.labelFilter, "label-filter", "", "Ginkgo's --label-filter for every suite")
 	fs.StringVar(&cfg.focus, "focus", "", "Ginkgo's --focus for every suite")
 	fs.StringVar(&cfg.crds, "crds", "", "a directory of CustomResourceDefinitions to install first (for example the Secrets Store CSI driver's)")
+	fs.StringVar(&cfg.secretsStoreCSI, "secrets-store-csi", filepath.Join("testdata", "crds", "secrets-store-csi-driver"), "the Secrets Store CSI driver's CRDs: install them, and play the driver and the Vault server of Reloader's csi suite (and of the SecretProviderClass specs of the others), which cannot run in kwok's Pods; empty for none")
 	fs.BoolVar(&cfg.argoRollouts, "argo-rollouts", true, "install Argo Rollouts' Rollout CRD (from the argo-rollouts module the checkout requires) and a kwok Stage that reports a Rollout's replicas ready, so that the argo suite and the ArgoRollout entries of the others run; the Argo Rollouts controller itself is not run")
 	fs.Func("manager-args", "a flag appended to the arguments the chart gives Switchboard's manager, for looking into a run (for example --zap-log-level=debug or --zap-time-encoding=rfc3339nano); may be given several times", func(s string) error {
 		cfg.managerArgs = append(cfg.managerArgs, s)
@@ -90,7 +92,7 @@ func parseRunFlags(args []string) (runConfig, error) {
 		return cfg, errors.New("--suites names no suite")
 	}
 	cfg.cluster.Nodes = 1
-	return cfg, absPaths(&cfg.reloaderDir, &cfg.openshiftAPIDir, &cfg.out, &cfg.manager, &cfg.chart, &cfg.crds, &cfg.baseline,
+	return cfg, absPaths(&cfg.reloaderDir, &cfg.openshiftAPIDir, &cfg.out, &cfg.manager, &cfg.chart, &cfg.crds, &cfg.secretsStoreCSI, &cfg.baseline,
 		&cfg.cluster.K8sBinDir, &cfg.cluster.Kwok, &cfg.cluster.KwokStages, &cfg.cluster.KwokMetrics, &cfg.cluster.MetricsServer)
 }
 
@@ -153,19 +155,24 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg.cluster.CRDDir = cfg.crds
-	if cfg.argoRollouts {
-		if cfg.cluster.CRDDir, cfg.cluster.KwokStages, err = argoRollouts(ctx, cfg.reloaderDir, modFlags, cfg.crds, cfg.cluster.KwokStages, cfg.out); err != nil {
-			return err
-		}
+	vaultStorePath, err := addToCluster(ctx, &cfg, modFlags, stateDir)
+	if err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	shim := filepath.Join(cfg.out, "shim", "helm")
-	_ = os.Remove(shim)
-	if err := os.Symlink(self, shim); err != nil {
+	// The suites find the stand-in for helm on their PATH, and kwok the one for vault.
+	shimDir := filepath.Join(cfg.out, "shim")
+	for _, name := range []string{"helm", "vault"} {
+		shim := filepath.Join(shimDir, name)
+		_ = os.Remove(shim)
+		if err := os.Symlink(self, shim); err != nil {
+			return err
+		}
+	}
+	if err := os.Setenv("PATH", shimDir+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
 		return err
 	}
 
@@ -182,6 +189,13 @@ func run(args []string) error {
 			fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
 		}
 	}()
+	if vaultStorePath != "" {
+		stopDriver, err := startSecretsStoreCSI(ctx, c.Config, vaultStorePath, filepath.Join(stateDir, "logs", "secrets-store-csi.log"))
+		if err != nil {
+			return err
+		}
+		defer stopDriver()
+	}
 	sup := &supervisor{binary: binary, subject: cfg.subject, logDir: filepath.Join(stateDir, "logs"), extraArgs: cfg.managerArgs}
 	stopSupervisor, err := sup.serve(ctx, filepath.Join(stateDir, socketName))
 	if err != nil {
@@ -191,7 +205,6 @@ func run(args []string) error {
 
 	env := append(os.Environ(),
 		"KUBECONFIG="+c.Kubeconfig,
-		"PATH="+filepath.Dir(shim)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		envSubject+"="+cfg.subject,
 		envChart+"="+cfg.chart,
 		envValues+"="+strings.Join(values, ","),
@@ -219,6 +232,40 @@ func run(args []string) error {
 		return compareWith(cfg.baseline, results)
 	}
 	return nil
+}
+
+// addToCluster sets cfg.cluster up with what the suites look for beyond the local cluster:
+// the CRDs of cfg.crds, Argo Rollouts (argoRollouts) and the Secrets Store CSI driver's
+// stand-in (csi.go), whose kwok configuration it writes to stateDir. It returns the path of
+// the Vault stand-in's secrets, or "" without the driver.
+func addToCluster(ctx context.Context, cfg *runConfig, modFlags []string, stateDir string) (vaultStore string, err error) {
+	var crds []string
+	if cfg.argoRollouts {
+		crd, stage, err := argoRollouts(ctx, cfg.reloaderDir, modFlags, stateDir)
+		if err != nil {
+			return "", err
+		}
+		crds, cfg.cluster.KwokConfigs = append(crds, crd), append(cfg.cluster.KwokConfigs, stage)
+	}
+	if cfg.secretsStoreCSI != "" {
+		files, err := manifestFiles(cfg.secretsStoreCSI)
+		if err != nil {
+			return "", fmt.Errorf("the Secrets Store CSI driver's CRDs: %w", err)
+		}
+		exec, store, err := secretsStoreCSIConfig(stateDir)
+		if err != nil {
+			return "", err
+		}
+		crds, cfg.cluster.KwokConfigs, vaultStore = append(crds, files...), append(cfg.cluster.KwokConfigs, exec), store
+	}
+	cfg.cluster.CRDDir = cfg.crds
+	if len(crds) > 0 {
+		cfg.cluster.CRDDir = filepath.Join(cfg.out, "crds")
+		if err := crdDir(cfg.cluster.CRDDir, cfg.crds, crds); err != nil {
+			return "", err
+		}
+	}
+	return vaultStore, nil
 }
 
 // build compiles the suites of the Reloader checkout, and Reloader itself for the baseline,
