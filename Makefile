@@ -240,12 +240,20 @@ E2E_ENVTEST_PKGS ?= ./config/overlays/ ./hack/build/
 # every hack/tools/kube-<minor>.
 K8S_VERSIONS = $(patsubst hack/tools/kube-%,%,$(wildcard hack/tools/kube-*)) $(K8S_DEFAULT_VERSION)
 
+# Where test-e2e-matrix keeps each minor's record (MINOR.json, MINOR.result); records of minors
+# left out of K8S_VERSIONS stay, so that a run of some minors updates their rows only.
+MATRIX_OUT ?= $(LOCALBIN)/matrix
+
 .PHONY: test-e2e-matrix
-test-e2e-matrix: ## Run `make test-e2e` on each supported Kubernetes minor (K8S_VERSIONS), each on a control plane of its own, and name those it failed on.
-	@failed=; for v in $(K8S_VERSIONS); do \
+test-e2e-matrix: ## Run `make test-e2e` on each supported Kubernetes minor (K8S_VERSIONS), each on a control plane of its own, name those it failed on, and write the table of minors in docs/operations/install.md.
+	@mkdir -p $(MATRIX_OUT); failed=; for v in $(K8S_VERSIONS); do \
 		echo "== test-e2e on Kubernetes $$v"; \
-		env -u KUBEBUILDER_ASSETS $(MAKE) --no-print-directory test-e2e K8S_VERSION=$$v || failed="$$failed $$v"; \
+		rm -f $(MATRIX_OUT)/$$v.json $(MATRIX_OUT)/$$v.result; \
+		if env -u KUBEBUILDER_ASSETS SWITCHBOARD_E2E_MATRIX_OUT=$(MATRIX_OUT) $(MAKE) --no-print-directory test-e2e K8S_VERSION=$$v; then \
+			echo passed > $(MATRIX_OUT)/$$v.result; \
+		else echo failed > $(MATRIX_OUT)/$$v.result; failed="$$failed $$v"; fi; \
 	done; \
+	go run ./hack/docgen -matrix=$(MATRIX_OUT) && echo "Wrote the table of minors in docs/operations/install.md from $(MATRIX_OUT)"; \
 	if [ -n "$$failed" ]; then echo "test-e2e failed on Kubernetes$$failed"; exit 1; fi
 
 .PHONY: test-e2e
