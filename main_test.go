@@ -86,7 +86,7 @@ func TestListControllers(t *testing.T) {
 		"myapp", "MyApp", "Deployment (uncached), Service (uncached)",
 		"verticalscaler", "VerticalScaler:spec.targetRef", "StatefulSet (maps)", "CronJob (maps)",
 		"GROUP", "configmapwatcher-deployments", "configmapwatcher-cronjobs", "CronJob",
-		"ConfigMap (uncached), Secret (uncached)", "Deployment:spec.template.sources", "CronJob:spec.template.sources",
+		"ConfigMap (uncached), Secret (uncached), SecretProviderClassPodStatus (optional, cached)", "Deployment:spec.template.sources", "CronJob:spec.template.sources",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--list-controllers output does not contain %q:\n%s", want, stdout)

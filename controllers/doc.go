@@ -1,8 +1,8 @@
 // Package controllers is the controller table and the wiring of a manager from it.
 //
 // The table (Table) is explicit data: one row per pluggable controller with its name, whether it
-// is enabled by default, its primary kind and the kinds it watches (with how: Owns, Maps or
-// Uncached, and their predicates), the shared indexes and channel sources it needs, its own
+// is enabled by default, its primary kind and the kinds it watches (with how: Owns, Maps,
+// Uncached or OptionalInformer, and their predicates), the shared indexes and channel sources it needs, its own
 // producers, and its reconciler. The row is the one record of what a controller watches: Wire
 // builds each controller from its row, so no other code can say otherwise. Nothing registers
 // itself from init(). --controllers selects rows with the kube-controller-manager convention;

@@ -181,6 +181,7 @@ func TestWatchValidation(t *testing.T) {
 		{"maps without a map", Watch{Object: d, How: Maps}, "needs a map function"},
 		{"uncached without a source", Watch{Object: d, How: Uncached}, "needs a source"},
 		{"uncached with predicates", Watch{Object: d, How: Uncached, Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}}, "needs a source"},
+		{"optional informer without a source", Watch{Object: d, How: OptionalInformer}, "(optional, cached) needs a source"},
 		{"unknown", Watch{Object: d, How: "watches"}, `unknown way of watching "watches"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

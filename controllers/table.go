@@ -143,6 +143,10 @@ const (
 	// Uncached: a source the controller runs itself (Watch.Source), outside the cache, that
 	// stores nothing; for example a metadata-only watch.
 	Uncached How = "uncached"
+	// OptionalInformer: a source the controller builds itself (Watch.Source) on an informer of
+	// the manager's cache, for a kind of an optional CRD: the cache's options cannot name a
+	// kind the API server may not serve, so the source starts the informer only where it is.
+	OptionalInformer How = "optional, cached"
 )
 
 // Watch is a secondary kind a controller watches, and how.
@@ -157,7 +161,7 @@ type Watch struct {
 	// Map returns, for a Maps watch, the map function, which reads through reader (the
 	// manager's cache).
 	Map func(reader client.Reader) handler.MapFunc
-	// Source returns, for an Uncached watch, the source on mgr over namespaces (nil for every
+	// Source returns, for an Uncached or OptionalInformer watch, the source on mgr over namespaces (nil for every
 	// namespace), configured by the flags; nil when the flags switch the watch off.
 	Source func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error)
 }
@@ -173,9 +177,9 @@ func (w Watch) validate() error {
 		if w.Map == nil || w.Source != nil {
 			return fmt.Errorf("%s (maps) needs a map function and no source", kindOf(w.Object))
 		}
-	case Uncached:
+	case Uncached, OptionalInformer:
 		if w.Source == nil || w.Map != nil || len(w.Predicates) > 0 {
-			return fmt.Errorf("%s (uncached) needs a source, and neither a map function nor predicates (a raw source applies none)", kindOf(w.Object))
+			return fmt.Errorf("%s (%s) needs a source, and neither a map function nor predicates (a raw source applies none)", kindOf(w.Object), w.How)
 		}
 	default:
 		return fmt.Errorf("%s: unknown way of watching %q", kindOf(w.Object), w.How)
@@ -344,7 +348,7 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 	// With --enable-csi-integration and the Secrets Store CSI driver's CRD: its
 	// SecretProviderClassPodStatus objects, through one informer of the cache that every row
 	// shares (not named in the cache's options, so that the CRD need not be installed).
-	providerStatuses := Watch{Object: configmapwatcher.ProviderStatusObject(), How: Uncached,
+	providerStatuses := Watch{Object: configmapwatcher.ProviderStatusObject(), How: OptionalInformer,
 		Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
 			return configmapwatcher.ProviderClassChanges(shared, mgr, namespaces, k, flags.Settings(o.managerNamespace()))
 		}}

@@ -157,7 +157,7 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 			b = b.Owns(w.Object, builder.WithPredicates(w.Predicates...))
 		case Maps:
 			b = b.Watches(w.Object, handler.EnqueueRequestsFromMapFunc(w.Map(mgr.GetClient())), builder.WithPredicates(w.Predicates...))
-		case Uncached:
+		case Uncached, OptionalInformer:
 			src, err := w.Source(mgr, namespaces, o)
 			if err != nil {
 				return fmt.Errorf("watch of %s: %w", kindOf(w.Object), err)
@@ -335,11 +335,12 @@ func listFor(mgr ctrl.Manager, obj client.Object) (func() client.ObjectList, err
 	}, nil
 }
 
-// watchedObjects returns the primary kind and every kind watched through the cache.
+// watchedObjects returns the primary kind and every kind watched through the cache that the
+// cache's options name (not an OptionalInformer's).
 func (c Controller) watchedObjects() []client.Object {
 	objs := []client.Object{c.For}
 	for _, w := range c.Watches {
-		if w.How != Uncached {
+		if w.How == Owns || w.How == Maps {
 			objs = append(objs, w.Object)
 		}
 	}
