@@ -17,53 +17,19 @@ const argoRolloutsModule = "github.com/argoproj/argo-rollouts"
 // rolloutCRDPath is where the module keeps the Rollout's CustomResourceDefinition.
 var rolloutCRDPath = filepath.Join("manifests", "crds", "rollout-crd.yaml")
 
-// rolloutReadyStage is the kwok Stage that plays the Argo Rollouts controller's part the suites
-// wait for: a Rollout whose status does not report all its replicas ready gets status.replicas,
-// updatedReplicas, readyReplicas and availableReplicas equal to spec.replicas (1 when unset,
-// as in Argo Rollouts). Reloader's suites read nothing else of a Rollout's status: they wait
-// for status.readyReplicas == spec.replicas, then watch spec (the template's annotations and
-// environment, spec.restartAt). The controller itself is not run: it would create ReplicaSets
-// and Pods, and nothing runs in kwok's Pods; what Reloader or the configmapwatcher write to a
-// Rollout is the same either way.
-const rolloutReadyStage = `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: argo-rollout-ready
-spec:
-  resourceRef:
-    apiGroup: argoproj.io/v1alpha1
-    kind: Rollout
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'DoesNotExist'
-    - key: '(.status.readyReplicas // 0) == (.spec.replicas // 1)'
-      operator: 'NotIn'
-      values: ['true']
-  next:
-    statusTemplate: |
-      {{ $replicas := .spec.replicas | default 1 }}
-      replicas: {{ $replicas }}
-      updatedReplicas: {{ $replicas }}
-      readyReplicas: {{ $replicas }}
-      availableReplicas: {{ $replicas }}
-`
-
-// argoRollouts gives the cluster what Reloader's suites look for before they run their Argo
-// Rollouts specs (the argo suite, and the ArgoRollout entries of core): the Rollout CRD of the
-// argo-rollouts module the checkout requires, and rolloutReadyStage, which it writes to dir.
-// It returns the CRD's file and the Stage's.
-func argoRollouts(ctx context.Context, reloaderDir string, modFlags []string, dir string) (crd, stage string, err error) {
+// argoRollouts returns the Rollout CRD of the argo-rollouts module the checkout requires: what
+// Reloader's suites look for before they run their Argo Rollouts specs (the argo suite, and
+// the ArgoRollout entries of core).
+func argoRollouts(ctx context.Context, reloaderDir string, modFlags []string) (crd string, err error) {
 	moduleDir, err := moduleDir(ctx, reloaderDir, modFlags, argoRolloutsModule)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	crd = filepath.Join(moduleDir, rolloutCRDPath)
 	if _, err := os.Stat(crd); err != nil {
-		return "", "", fmt.Errorf("the Rollout CRD of %s: %w", argoRolloutsModule, err)
+		return "", fmt.Errorf("the Rollout CRD of %s: %w", argoRolloutsModule, err)
 	}
-	stage = filepath.Join(dir, "kwok-argo-rollouts.yaml")
-	return crd, stage, os.WriteFile(stage, []byte(rolloutReadyStage), 0o644)
+	return crd, nil
 }
 
 // crdDir makes dir a directory of the CRDs to install: the manifests of fromDir (a directory,

@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -276,43 +274,20 @@ func objectVersions(objectsParam string, secrets vaultSecrets) ([]map[string]any
 	return versions, nil
 }
 
-// secretsStoreDriver plays the Secrets Store CSI driver with Vault's provider: every
-// rotationInterval it brings each mounting Pod's SecretProviderClassPodStatus to the versions
-// of its objects. The statuses are owned by their Pods, so the garbage collector removes them
-// with the Pods.
+// secretsStoreDriver plays the Secrets Store CSI driver with Vault's provider: it brings each
+// mounting Pod's SecretProviderClassPodStatus to the versions of its objects. The statuses are
+// owned by their Pods, so the garbage collector removes them with the Pods.
 type secretsStoreDriver struct {
 	c     client.WithWatch
 	store vaultStore
-	// log is where it says what it could not do (a class missing, a secret missing), once
-	// each time that changes.
-	log     io.Writer
-	mu      sync.Mutex
-	lastErr string
-}
-
-// run mounts each Pod as soon as it is scheduled, before kwok reports it ready, as the kubelet
-// starts no container before its CSI volumes are mounted: a suite that finds a Deployment
-// ready then finds its Pods' statuses. It also reads every mount again each rotationInterval.
-func (d *secretsStoreDriver) run(ctx context.Context) {
-	go d.watchPods(ctx)
-	tick := time.NewTicker(rotationInterval)
-	defer tick.Stop()
-	for {
-		d.logErr(ctx, d.sync(ctx))
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
 }
 
 // watchPods mounts each Pod a watch reports, until ctx is done.
-func (d *secretsStoreDriver) watchPods(ctx context.Context) {
+func (d *secretsStoreDriver) watchPods(ctx context.Context, log *errorLog) {
 	for ctx.Err() == nil {
 		w, err := d.c.Watch(ctx, &corev1.PodList{})
 		if err != nil {
-			d.logErr(ctx, fmt.Errorf("watching Pods: %w", err))
+			log.report(ctx, fmt.Errorf("watching Pods: %w", err))
 			time.Sleep(rotationInterval)
 			continue
 		}
@@ -325,24 +300,12 @@ func (d *secretsStoreDriver) watchPods(ctx context.Context) {
 			if err == nil {
 				err = d.mountPod(ctx, pod, secrets)
 			}
-			d.logErr(ctx, err)
+			log.report(ctx, err)
 		}
 		w.Stop()
 	}
 }
 
-// logErr logs err unless it is the one logged last, or ctx is done.
-func (d *secretsStoreDriver) logErr(ctx context.Context, err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err == nil || ctx.Err() != nil {
-		return
-	}
-	if msg := err.Error(); msg != d.lastErr {
-		fmt.Fprintf(d.log, "%s %s\n", time.Now().UTC().Format(time.RFC3339), msg)
-		d.lastErr = msg
-	}
-}
 
 func (d *secretsStoreDriver) sync(ctx context.Context) error {
 	var pods corev1.PodList
@@ -478,22 +441,12 @@ func startSecretsStoreCSI(ctx context.Context, cfg *rest.Config, store, logPath 
 	if err := setUpVault(ctx, c); err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	d := &secretsStoreDriver{c: c, store: vaultStore{path: store}, log: logFile}
-	go func() {
-		defer close(done)
-		d.run(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-		_ = logFile.Close()
-	}, nil
+	d := &secretsStoreDriver{c: c, store: vaultStore{path: store}}
+	// Each Pod is mounted as soon as it is scheduled, before kwok reports it ready, as the
+	// kubelet starts no container before its CSI volumes are mounted: a suite that finds a
+	// Deployment ready then finds its Pods' statuses. Every mount is read again each
+	// rotationInterval.
+	return startStandIn(ctx, logPath, rotationInterval, d.sync, d.watchPods)
 }
 
 // secretsStoreCSIConfig writes the kwok configuration of the Vault stand-in to dir, and returns

@@ -186,12 +186,10 @@ func TestCRDDir(t *testing.T) {
 	}
 }
 
-// TestKwokConfigs checks that the Stage and the ClusterExec given to kwok decode, each as one
-// object of kwok's.
+// TestKwokConfigs checks that the ClusterExec given to kwok decodes as one object of kwok's.
 func TestKwokConfigs(t *testing.T) {
 	for name, data := range map[string]string{
-		"rolloutReadyStage": rolloutReadyStage,
-		"vaultExecConfig":   vaultExecConfig("/run/vault-secrets.json"),
+		"vaultExecConfig": vaultExecConfig("/run/vault-secrets.json"),
 	} {
 		docs, err := manifests.Decode([]byte(data))
 		if err != nil {

@@ -59,7 +59,7 @@ func parseRunFlags(args []string) (runConfig, error) {
 	fs.StringVar(&cfg.focus, "focus", "", "Ginkgo's --focus for every suite")
 	fs.StringVar(&cfg.crds, "crds", "", "a directory of CustomResourceDefinitions to install first (for example the Secrets Store CSI driver's)")
 	fs.StringVar(&cfg.secretsStoreCSI, "secrets-store-csi", filepath.Join("testdata", "crds", "secrets-store-csi-driver"), "the Secrets Store CSI driver's CRDs: install them, and play the driver and the Vault server of Reloader's csi suite (and of the SecretProviderClass specs of the others), which cannot run in kwok's Pods; empty for none")
-	fs.BoolVar(&cfg.argoRollouts, "argo-rollouts", true, "install Argo Rollouts' Rollout CRD (from the argo-rollouts module the checkout requires) and a kwok Stage that reports a Rollout's replicas ready, so that the argo suite and the ArgoRollout entries of the others run; the Argo Rollouts controller itself is not run")
+	fs.BoolVar(&cfg.argoRollouts, "argo-rollouts", true, "install Argo Rollouts' Rollout CRD (from the argo-rollouts module the checkout requires) and play its controller as far as the suites see it (a ReplicaSet of each Rollout's template, the Rollout's status from it), so that the argo suite and the ArgoRollout entries of the others run")
 	fs.Func("manager-args", "a flag appended to the arguments the chart gives Switchboard's manager, for looking into a run (for example --zap-log-level=debug or --zap-time-encoding=rfc3339nano); may be given several times", func(s string) error {
 		cfg.managerArgs = append(cfg.managerArgs, s)
 		return nil
@@ -189,6 +189,13 @@ func run(args []string) error {
 			fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
 		}
 	}()
+	if cfg.argoRollouts {
+		stopRollouts, err := startRolloutsStandIn(ctx, c.Config, filepath.Join(stateDir, "logs", "argo-rollouts.log"))
+		if err != nil {
+			return err
+		}
+		defer stopRollouts()
+	}
 	if vaultStorePath != "" {
 		stopDriver, err := startSecretsStoreCSI(ctx, c.Config, vaultStorePath, filepath.Join(stateDir, "logs", "secrets-store-csi.log"))
 		if err != nil {
@@ -235,17 +242,17 @@ func run(args []string) error {
 }
 
 // addToCluster sets cfg.cluster up with what the suites look for beyond the local cluster:
-// the CRDs of cfg.crds, Argo Rollouts (argoRollouts) and the Secrets Store CSI driver's
-// stand-in (csi.go), whose kwok configuration it writes to stateDir. It returns the path of
+// the CRDs of cfg.crds, of Argo Rollouts (argoRollouts) and of the Secrets Store CSI driver,
+// and the kwok configuration of its stand-in (csi.go), which it writes to stateDir. It returns the path of
 // the Vault stand-in's secrets, or "" without the driver.
 func addToCluster(ctx context.Context, cfg *runConfig, modFlags []string, stateDir string) (vaultStore string, err error) {
 	var crds []string
 	if cfg.argoRollouts {
-		crd, stage, err := argoRollouts(ctx, cfg.reloaderDir, modFlags, stateDir)
+		crd, err := argoRollouts(ctx, cfg.reloaderDir, modFlags)
 		if err != nil {
 			return "", err
 		}
-		crds, cfg.cluster.KwokConfigs = append(crds, crd), append(cfg.cluster.KwokConfigs, stage)
+		crds = append(crds, crd)
 	}
 	if cfg.secretsStoreCSI != "" {
 		files, err := manifestFiles(cfg.secretsStoreCSI)
