@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/discovery"
 
 	"github.com/example/switchboard/controllers/internal/apifeatures"
 	"github.com/example/switchboard/controllers/internal/collectors"
@@ -23,11 +23,11 @@ var fallbackGauge = collectors.Register(prometheus.NewGaugeVec(prometheus.GaugeO
 // findFallbacks asks the API server, when a controller has Fallbacks, which optional APIs it
 // does not serve, keeps them for New (MissingAPIs), and says each controller's fallbacks once
 // in log and in switchboard_api_fallback.
-func (o *Options) findFallbacks(ctx context.Context, cfg *rest.Config, controllers []Controller, log logr.Logger) error {
+func (o *Options) findFallbacks(ctx context.Context, discoveryClient func() (*discovery.DiscoveryClient, error), controllers []Controller, log logr.Logger) error {
 	if !slices.ContainsFunc(controllers, func(c Controller) bool { return c.Fallbacks != nil }) {
 		return nil
 	}
-	d, err := newDiscovery(cfg)
+	d, err := discoveryClient()
 	if err != nil {
 		return err
 	}

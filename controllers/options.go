@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -284,7 +282,16 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 			sel.Runnables = append(sel.Runnables, run)
 		}
 	}
-	var discovery *discovery.DiscoveryClient
+	// One discovery client, made when a controller first needs one.
+	var shared *discovery.DiscoveryClient
+	discoveryClient := func() (*discovery.DiscoveryClient, error) {
+		if shared == nil {
+			if shared, err = newDiscovery(cfg); err != nil {
+				return nil, err
+			}
+		}
+		return shared, nil
+	}
 	active := make([]Controller, 0, len(sel.Controllers))
 	sel.Idle = map[string]string{}
 	for _, c := range sel.Controllers {
@@ -296,16 +303,15 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 			}
 		}
 		if c.Optional {
-			if discovery == nil {
-				if discovery, err = newDiscovery(cfg); err != nil {
-					return Selection{}, err
-				}
+			d, err := discoveryClient()
+			if err != nil {
+				return Selection{}, err
 			}
 			gvk := c.For.GetObjectKind().GroupVersionKind()
 			var served bool
-			err := transient.Retry(ctx, transient.StartBackoff, log, "asking whether the API server serves "+gvk.GroupVersion().String(),
+			err = transient.Retry(ctx, transient.StartBackoff, log, "asking whether the API server serves "+gvk.GroupVersion().String(),
 				func(context.Context) (err error) {
-					served, err = serves(discovery, gvk)
+					served, err = apifeatures.Serves(d, gvk.GroupVersion().String(), func(r metav1.APIResource) bool { return r.Kind == gvk.Kind })
 					return err
 				})
 			if err != nil {
@@ -321,7 +327,7 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 		active = append(active, c)
 	}
 	sel.Controllers = active
-	if err := o.findFallbacks(ctx, cfg, sel.Controllers, log); err != nil {
+	if err := o.findFallbacks(ctx, discoveryClient, sel.Controllers, log); err != nil {
 		return Selection{}, err
 	}
 	return sel, nil
@@ -337,23 +343,6 @@ func newDiscovery(cfg *rest.Config) (*discovery.DiscoveryClient, error) {
 	return c, nil
 }
 
-// serves says whether the API server serves gvk; its error is the API server's, for
-// transient.Retry to read.
-func serves(c *discovery.DiscoveryClient, gvk schema.GroupVersionKind) (bool, error) {
-	resources, err := c.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	for _, r := range resources.APIResources {
-		if r.Kind == gvk.Kind {
-			return true, nil
-		}
-	}
-	return false, nil
-}
 
 // Resolve validates the flags that name controllers and the other settings that a bad value
 // would otherwise only reveal later, at start.

@@ -44,7 +44,7 @@ func Discover(d discovery.DiscoveryInterface) (Missing, error) {
 	var served bool
 	var err error
 	for _, groupVersion := range []string{"admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1beta1"} {
-		if served, err = serves(d, groupVersion, "mutatingadmissionpolicies"); err != nil || served {
+		if served, err = Serves(d, groupVersion, named("mutatingadmissionpolicies")); err != nil || served {
 			break
 		}
 	}
@@ -52,15 +52,17 @@ func Discover(d discovery.DiscoveryInterface) (Missing, error) {
 		return Missing{}, err
 	}
 	m.MutatingAdmissionPolicy = !served
-	if served, err = serves(d, "v1", "pods/resize"); err != nil {
+	if served, err = Serves(d, "v1", named("pods/resize")); err != nil {
 		return Missing{}, err
 	}
 	m.PodResize = !served
 	return m, nil
 }
 
-// serves tells whether the API server serves resource in groupVersion.
-func serves(d discovery.DiscoveryInterface, groupVersion, resource string) (bool, error) {
+// Serves tells whether the API server serves, in groupVersion, a resource that match accepts:
+// none when it serves no groupVersion at all. Its error wraps the API server's, for
+// transient.Retry to read.
+func Serves(d discovery.DiscoveryInterface, groupVersion string, match func(metav1.APIResource) bool) (bool, error) {
 	list, err := d.ServerResourcesForGroupVersion(groupVersion)
 	if apierrors.IsNotFound(err) {
 		return false, nil
@@ -68,5 +70,10 @@ func serves(d discovery.DiscoveryInterface, groupVersion, resource string) (bool
 	if err != nil {
 		return false, fmt.Errorf("reading the API server's discovery of %s: %w", groupVersion, err)
 	}
-	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == resource }), nil
+	return slices.ContainsFunc(list.APIResources, match), nil
+}
+
+// named matches the resource (or subresource, "pods/resize") of that name.
+func named(resource string) func(metav1.APIResource) bool {
+	return func(r metav1.APIResource) bool { return r.Name == resource }
 }
