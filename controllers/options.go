@@ -343,7 +343,6 @@ func newDiscovery(cfg *rest.Config) (*discovery.DiscoveryClient, error) {
 	return c, nil
 }
 
-
 // Resolve validates the flags that name controllers and the other settings that a bad value
 // would otherwise only reveal later, at start.
 func (o *Options) Resolve(table []Controller) (Selection, error) {

@@ -306,7 +306,6 @@ func (d *secretsStoreDriver) watchPods(ctx context.Context, log *errorLog) {
 	}
 }
 
-
 func (d *secretsStoreDriver) sync(ctx context.Context) error {
 	var pods corev1.PodList
 	if err := d.c.List(ctx, &pods); err != nil {

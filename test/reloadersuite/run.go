@@ -16,8 +16,10 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/example/switchboard/internal/localcluster"
+	"github.com/example/switchboard/internal/manifests"
 )
 
 // runConfig is what `reloadersuite run` is told.
@@ -243,7 +245,8 @@ func run(args []string) error {
 
 // addToCluster sets cfg.cluster up with what the suites look for beyond the local cluster:
 // the CRDs of cfg.crds, of Argo Rollouts (argoRollouts) and of the Secrets Store CSI driver,
-// and the kwok configuration of its stand-in (csi.go), which it writes to stateDir. It returns the path of
+// the kwok configuration of its stand-in (csi.go), and kwok's Stages without the one that
+// completes Jobs' Pods at once (jobPodsCompleteStage), which it writes to stateDir. It returns the path of
 // the Vault stand-in's secrets, or "" without the driver.
 func addToCluster(ctx context.Context, cfg *runConfig, modFlags []string, stateDir string) (vaultStore string, err error) {
 	var crds []string
@@ -264,6 +267,9 @@ func addToCluster(ctx context.Context, cfg *runConfig, modFlags []string, stateD
 			return "", err
 		}
 		crds, cfg.cluster.KwokConfigs, vaultStore = append(crds, files...), append(cfg.cluster.KwokConfigs, exec), store
+	}
+	if cfg.cluster.KwokStages, err = withoutStage(cfg.cluster.KwokStages, jobPodsCompleteStage, stateDir); err != nil {
+		return "", err
 	}
 	cfg.cluster.CRDDir = cfg.crds
 	if len(crds) > 0 {
@@ -372,4 +378,41 @@ func compareWith(baselinePath string, results []specResult) error {
 		return fmt.Errorf("%d specs the baseline passed did not pass", len(missed))
 	}
 	return nil
+}
+
+// jobPodsCompleteStage is the kwok Stage that completes a Job's Pods as soon as they run. The
+// suites' Jobs run `sleep 300`, which a kubelet would still be running when they check them:
+// the csi spec of a Job waits for the Job's running Pod's mount to rotate, and the driver does
+// not rotate the mounts of a finished Pod.
+const jobPodsCompleteStage = "pod-complete"
+
+// withoutStage writes the kwok Stages of stages, less the one named name, to dir, and returns
+// the file.
+func withoutStage(stages, name, dir string) (string, error) {
+	data, err := os.ReadFile(stages)
+	if err != nil {
+		return "", fmt.Errorf("reading kwok stages: %w", err)
+	}
+	docs, err := manifests.Decode(data)
+	if err != nil {
+		return "", fmt.Errorf("kwok stages %s: %w", stages, err)
+	}
+	var out []byte
+	found := false
+	for _, doc := range docs {
+		if doc.GetKind() == "Stage" && doc.GetName() == name {
+			found = true
+			continue
+		}
+		y, err := yaml.Marshal(doc.Object)
+		if err != nil {
+			return "", err
+		}
+		out = append(append(out, "---\n"...), y...)
+	}
+	if !found {
+		return "", fmt.Errorf("kwok stages %s have no Stage %s", stages, name)
+	}
+	path := filepath.Join(dir, "kwok-stages.yaml")
+	return path, os.WriteFile(path, out, 0o644)
 }
