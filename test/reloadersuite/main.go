@@ -13,6 +13,10 @@
 // impersonates it). The Deployment is named as the suite finds Reloader's
 // (<release>-reloader).
 //
+// What else the suites look for and cannot run in kwok's Pods, the runner plays for both
+// subjects alike: the Argo Rollouts controller (rollouts.go), and the Secrets Store CSI driver
+// with Vault (csi.go; kwok runs the Vault Pod's commands as this program, invoked as `vault`).
+//
 // Usage:
 //
 //	reloadersuite run --reloader-dir=DIR [--subject=switchboard|reloader] [--suites=core,...] [--baseline=results.json] ...
