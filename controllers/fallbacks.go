@@ -20,6 +20,11 @@ var fallbackGauge = collectors.Register(prometheus.NewGaugeVec(prometheus.GaugeO
 	Help: "For each optional API (feature: MutatingAdmissionPolicy, PodResize) the controller can do without: 1 when the API server does not serve it and the controller does without (the start's log says what it does instead), 0 when it is served.",
 }, []string{"controller", "feature"}))
 
+// FallbackLogMessage is the manager's line at start for each optional API the API server does
+// not serve and a controller does without, with its controller, feature and what it does
+// instead.
+const FallbackLogMessage = "The API server does not serve an API the controller uses"
+
 // findFallbacks asks the API server, when a controller has Fallbacks, which optional APIs it
 // does not serve, keeps them for New (MissingAPIs), and says each controller's fallbacks once
 // in log and in switchboard_api_fallback.
@@ -46,7 +51,7 @@ func (o *Options) findFallbacks(ctx context.Context, discoveryClient func() (*di
 			fallbackGauge.WithLabelValues(c.Name, f.Feature).Set(0)
 		}
 		for _, f := range c.Fallbacks(o.missingAPIs) {
-			log.Info("The API server does not serve an API the controller uses", "controller", c.Name, "feature", f.Feature, "instead", f.Instead)
+			log.Info(FallbackLogMessage, "controller", c.Name, "feature", f.Feature, "instead", f.Instead)
 			fallbackGauge.WithLabelValues(c.Name, f.Feature).Set(1)
 		}
 	}

@@ -14,12 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 
+	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/matrix"
 )
-
-// fallbackMessage is the manager's line at start for each optional API the API server does not
-// serve and a controller does without (controllers/fallbacks.go).
-const fallbackMessage = "The API server does not serve an API the controller uses"
 
 // TestFallbacksOfTheCluster starts the manager with every controller on this minor's cluster
 // and checks that it says, once each, what it does without each optional API the API server
@@ -122,7 +119,7 @@ func fallbacksLogged(t *testing.T, output string) []matrix.Fallback {
 	scanner.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for scanner.Scan() {
 		line := scanner.Text()
-		if !strings.Contains(line, fallbackMessage) {
+		if !strings.Contains(line, controllers.FallbackLogMessage) {
 			continue
 		}
 		var entry struct {
@@ -132,7 +129,7 @@ func fallbacksLogged(t *testing.T, output string) []matrix.Fallback {
 		if err := json.Unmarshal([]byte(line), &entry); err != nil {
 			t.Fatalf("a fallback line that is no JSON: %v\n%s", err, line)
 		}
-		if entry.Msg == fallbackMessage {
+		if entry.Msg == controllers.FallbackLogMessage {
 			out = append(out, entry.Fallback)
 		}
 	}
