@@ -1,19 +1,14 @@
 package localcluster
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -77,9 +72,6 @@ func (c *Cluster) startControlPlane(cfg Config, pipeline *metricsPipeline) error
 		return watchErr
 	}
 	c.Config = restConfig
-	if err := waitCRDsInOpenAPI(restConfig, env.CRDs); err != nil {
-		return err
-	}
 	if c.Client, err = client.New(restConfig, client.Options{Scheme: scheme()}); err != nil {
 		return fmt.Errorf("creating a client: %w", err)
 	}
@@ -120,46 +112,3 @@ func (c *Cluster) watchChildrenUntilStopped() func() error {
 // scheme is client-go's scheme: the cluster's client handles built-in kinds, and custom
 // resources as unstructured objects.
 func scheme() *runtime.Scheme { return clientgoscheme.Scheme }
-
-// crdOpenAPITimeout bounds the wait for the installed CRDs' OpenAPI. kube-apiserver publishes a
-// CRD's OpenAPI a moment after envtest sees it served.
-const crdOpenAPITimeout = time.Minute
-
-// waitCRDsInOpenAPI waits until kube-apiserver's OpenAPI v3 has a path for each group and
-// version the CRDs serve. kwok reads a custom resource's schema there when it starts a Stage
-// for it (an Argo Rollout's), and exits if the path is not there yet.
-func waitCRDsInOpenAPI(cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	var want []string
-	for _, crd := range crds {
-		for _, v := range crd.Spec.Versions {
-			if v.Served {
-				want = append(want, "apis/"+crd.Spec.Group+"/"+v.Name)
-			}
-		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	d, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating a discovery client: %w", err)
-	}
-	var missing []string
-	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, crdOpenAPITimeout, true, func(context.Context) (bool, error) {
-		paths, err := d.OpenAPIV3().Paths()
-		if err != nil {
-			return false, nil //nolint:nilerr // published a moment later: poll again
-		}
-		missing = missing[:0]
-		for _, p := range want {
-			if _, ok := paths[p]; !ok {
-				missing = append(missing, p)
-			}
-		}
-		return len(missing) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("the installed CRDs' OpenAPI (%s) not published by kube-apiserver in %s: %w", strings.Join(missing, ", "), crdOpenAPITimeout, err)
-	}
-	return nil
-}
