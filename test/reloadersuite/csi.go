@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -117,22 +119,16 @@ func setUpVault(ctx context.Context, c client.Client) error {
 			return fmt.Errorf("creating the Vault stand-in's %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var pod corev1.Pod
-		err := c.Get(ctx, client.ObjectKey{Namespace: vaultNamespace, Name: vaultPodName}, &pod)
-		if err == nil && pod.Status.Phase == corev1.PodRunning {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the Vault stand-in's Pod %s/%s is not Running after a minute (phase %q, %v)", vaultNamespace, vaultPodName, pod.Status.Phase, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	var pod corev1.Pod
+	var getErr error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		getErr = c.Get(ctx, client.ObjectKey{Namespace: vaultNamespace, Name: vaultPodName}, &pod)
+		return getErr == nil && pod.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the Vault stand-in's Pod %s/%s is not Running (phase %q, %v): %w", vaultNamespace, vaultPodName, pod.Status.Phase, getErr, err)
 	}
+	return nil
 }
 
 // vaultSecrets are the Vault stand-in's secrets, by path as `vault kv` names them
@@ -252,16 +248,16 @@ type providerObject struct {
 	SecretKey  string `json:"secretKey"`
 }
 
-// objectVersions returns the version of each object a SecretProviderClass names, by object
-// name, as the driver reports them: a hash of the object's content. KV version 2 paths
+// objectVersions returns the version of each object a SecretProviderClass names, as the
+// driver reports them in a status's objects (id and version): a hash of the object's content. KV version 2 paths
 // (secret/data/NAME) read the secret `vault kv put` wrote at secret/NAME. An object whose
 // secret or key is missing fails the mount, as in the driver.
-func objectVersions(objectsParam string, secrets vaultSecrets) ([]map[string]any, error) {
+func objectVersions(objectsParam string, secrets vaultSecrets) ([]any, error) {
 	var objects []providerObject
 	if err := yaml.Unmarshal([]byte(objectsParam), &objects); err != nil {
 		return nil, fmt.Errorf("parameters.objects: %w", err)
 	}
-	versions := make([]map[string]any, 0, len(objects))
+	versions := make([]any, 0, len(objects))
 	for _, o := range objects {
 		path := strings.Replace(o.SecretPath, "secret/data/", "secret/", 1)
 		value, ok := secrets[path][o.SecretKey]
@@ -293,7 +289,7 @@ func (d *secretsStoreDriver) watchPods(ctx context.Context, log *errorLog) {
 		}
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Deleted {
+			if !ok || ev.Type == watch.Deleted || len(mountedClasses(pod)) == 0 {
 				continue
 			}
 			secrets, err := d.store.read()
@@ -382,7 +378,7 @@ func (d *secretsStoreDriver) mount(ctx context.Context, pod *corev1.Pod, m csiMo
 				"secretProviderClassName": class,
 				"mounted":                 true,
 				"targetPath":              "/var/lib/kubelet/pods/" + string(pod.UID) + "/volumes/kubernetes.io~csi/" + m.volume + "/mount",
-				"objects":                 toAnySlice(objects),
+				"objects":                 objects,
 			},
 		}}
 		status.SetGroupVersionKind(providerStatusGVK)
@@ -399,35 +395,13 @@ func (d *secretsStoreDriver) mount(ctx context.Context, pod *corev1.Pod, m csiMo
 		return err
 	}
 	current, _, _ := unstructured.NestedSlice(status.Object, "status", "objects")
-	if equalObjects(current, objects) {
+	if reflect.DeepEqual(current, objects) {
 		return nil
 	}
-	if err := unstructured.SetNestedSlice(status.Object, toAnySlice(objects), "status", "objects"); err != nil {
+	if err := unstructured.SetNestedSlice(status.Object, objects, "status", "objects"); err != nil {
 		return err
 	}
 	return d.c.Update(ctx, status)
-}
-
-func toAnySlice(objects []map[string]any) []any {
-	out := make([]any, len(objects))
-	for i, o := range objects {
-		out[i] = o
-	}
-	return out
-}
-
-// equalObjects says whether the status's objects are those of want.
-func equalObjects(current []any, want []map[string]any) bool {
-	if len(current) != len(want) {
-		return false
-	}
-	for i, c := range current {
-		m, ok := c.(map[string]any)
-		if !ok || m["id"] != want[i]["id"] || m["version"] != want[i]["version"] {
-			return false
-		}
-	}
-	return true
 }
 
 // startSecretsStoreCSI creates the Vault stand-in's objects and starts the driver stand-in,

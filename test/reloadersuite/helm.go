@@ -144,6 +144,10 @@ func adminClient() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return clientOf(cfg)
+}
+
+func clientOf(cfg *rest.Config) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: scheme.Scheme})
 }
 
@@ -157,11 +161,7 @@ func adminConfig() (*rest.Config, error) {
 }
 
 // capabilities reads the cluster's capabilities, as Helm does before it renders a chart.
-func capabilities() (clusterCapabilities, error) {
-	cfg, err := adminConfig()
-	if err != nil {
-		return clusterCapabilities{}, err
-	}
+func capabilities(cfg *rest.Config) (clusterCapabilities, error) {
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return clusterCapabilities{}, err
@@ -171,11 +171,15 @@ func capabilities() (clusterCapabilities, error) {
 
 func upgradeInstall(ctx context.Context, a helmArgs) error {
 	subject := os.Getenv(envSubject)
-	c, err := adminClient()
+	cfg, err := adminConfig()
 	if err != nil {
 		return err
 	}
-	caps, err := capabilities()
+	c, err := clientOf(cfg)
+	if err != nil {
+		return err
+	}
+	caps, err := capabilities(cfg)
 	if err != nil {
 		return err
 	}

@@ -219,7 +219,7 @@ func TestVaultStandIn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return v[0]["version"].(string)
+		return v[0].(map[string]any)["version"].(string)
 	}
 	run := func(args ...string) {
 		t.Helper()
