@@ -294,8 +294,9 @@ RELOADER_CRDS ?=
 # with stand-ins for the driver and Vault, for the csi suite and the SecretProviderClass specs of
 # the others (empty: none).
 RELOADER_SECRETS_STORE_CSI ?= testdata/crds/secrets-store-csi-driver
-# Argo Rollouts' Rollout CRD and a kwok Stage that makes Rollouts ready, so that the argo suite
-# and the ArgoRollout entries of the others run (false: the cluster serves no Rollouts).
+# Argo Rollouts' Rollout CRD and a stand-in for its controller (a ReplicaSet per Rollout, its
+# status from it), so that the argo suite and the ArgoRollout entries of the others run (false:
+# the cluster serves no Rollouts).
 RELOADER_ARGO_ROLLOUTS ?= true
 RELOADER_FOCUS ?=
 RELOADER_LABEL_FILTER ?=

@@ -14,7 +14,7 @@ import (
 
 func TestKwokArgs(t *testing.T) {
 	p := &metricsPipeline{dir: "/k/pki", kwokPort: 40123}
-	got := kwokArgs("/k/kubeconfig", "/k/stages.yaml", "/k/resize.yaml", "/k/metrics.yaml", []string{"/k/rollouts.yaml"}, p)
+	got := kwokArgs("/k/kubeconfig", "/k/stages.yaml", "/k/resize.yaml", "/k/metrics.yaml", []string{"/k/exec.yaml"}, p)
 	want := []string{
 		"--kubeconfig=/k/kubeconfig",
 		"--config=/k/stages.yaml",
@@ -28,7 +28,7 @@ func TestKwokArgs(t *testing.T) {
 		"--node-port=40123",
 		"--tls-cert-file=/k/pki/kwok.crt",
 		"--tls-private-key-file=/k/pki/kwok.key",
-		"--config=/k/rollouts.yaml",
+		"--config=/k/exec.yaml",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("kwok args (-want +got):\n%s", diff)

@@ -22,8 +22,7 @@ type Config struct {
 	// KwokStages is a file of kwok Stages for Nodes and Pods.
 	KwokStages string
 	// KwokConfigs are further files of kwok configuration, for what a run adds to the cluster:
-	// Stages of a custom resource's kind, a ClusterExec that runs a Pod's commands on this
-	// machine.
+	// for example a ClusterExec that runs a Pod's commands on this machine.
 	KwokConfigs []string
 	// KwokMetrics is a file of kwok configuration that emulates the kubelet's resource metrics:
 	// a ClusterResourceUsage (or ResourceUsage) giving Pods their usage, and a Metric serving it
