@@ -56,6 +56,7 @@ const (
 //
 // chroot needs root, as `make test-e2e` runs in CI; elsewhere the test is skipped.
 func TestWebhookTrustsTheImagesCABundle(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("runs the manager chrooted into the image's files: needs root")
 	}

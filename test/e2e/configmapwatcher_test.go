@@ -31,6 +31,7 @@ import (
 // (through `manager logs trace`) say which key changed; a CronJob gets the new hash on its job
 // template and runs no Job.
 func TestConfigMapWatcherRollsPods(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCluster(t)
 	args := c.Deploy(t, "overlays/configmapwatcher")
@@ -263,6 +264,7 @@ func logsTrace(t *testing.T, m *testenv.Process, ns, name string) string {
 // under its name, and kube-controller-manager runs the new one's Pod (the old one's goes with
 // it); a CronJob with app.example.com/run-job-on-change runs a Job at once, whose Pod runs.
 func TestConfigMapWatcherJobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newCluster(t)
 	args := c.Deploy(t, "overlays/configmapwatcher")

@@ -18,6 +18,7 @@ import (
 // TestCrashSafety kills the manager with SIGKILL while 200 MyApps converge and starts another:
 // every MyApp converges, with exactly one Deployment and one Service each, controlled by it.
 func TestCrashSafety(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	ctx := context.Background()
 	c := newCluster(t)

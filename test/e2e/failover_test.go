@@ -45,6 +45,7 @@ const failoverMyApps = 60
 // reconcile), every MyApp converges, and each has exactly one Deployment and one Service, each
 // written once.
 func TestPerControllerFailover(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	args := c.Deploy(t, "overlays/ha")
 	if !slices.Contains(args, "--leader-elect-scope=controller") {
@@ -87,6 +88,7 @@ func TestPerControllerFailover(t *testing.T) {
 // (config/default): the replica that takes over starts every controller and its informers from
 // cold. It measures the same takeover, for the README to compare.
 func TestSingleLeaseFailover(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	args := c.Deploy(t, "default")
 	kubeconfig, _ := c.ServiceAccountKubeconfig(t)

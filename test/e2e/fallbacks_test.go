@@ -26,6 +26,7 @@ import (
 // SWITCHBOARD_E2E_MATRIX_OUT (make test-e2e-matrix) it writes what it found there, for the
 // table of minors on the install page.
 func TestFallbacksOfTheCluster(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	served := servedFeatures(t, c)
 	args := c.Deploy(t, "default")

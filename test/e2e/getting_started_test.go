@@ -51,6 +51,7 @@ func listsColumns(command string) bool {
 // the test. A command that fails is tried again for a while, as a reader would when the page
 // says to wait (metrics take a minute).
 func TestGettingStarted(t *testing.T) {
+	t.Parallel()
 	steps := readWalkthrough(t)
 	dir := t.TempDir()
 	probes, metrics := testenv.FreeAddress(t), testenv.FreeAddress(t)

@@ -34,6 +34,7 @@ const acquired = "Successfully acquired lease"
 // recommendation for a VerticalScaler is the old leader's last, read back from its checkpoint,
 // which the garbage collector deletes with the VerticalScaler.
 func TestLeaderElection(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	args := c.Deploy(t, "default")
 	kubeconfig, _ := c.ServiceAccountKubeconfig(t)

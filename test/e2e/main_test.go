@@ -28,7 +28,8 @@ import (
 var root = filepath.Join("..", "..")
 
 // manager is the manager binary, shared by every test; each test starts its own cluster, so
-// that what one test deploys cannot change what another sees.
+// that what one test deploys cannot change what another sees, and the tests run in parallel
+// (`make test-e2e` runs E2E_PARALLEL at once).
 var manager string
 
 // The release `make test-e2e` made, from the environment: the installer (dist/install.yaml),

@@ -34,6 +34,7 @@ const (
 // it: the requests then match the recommendation, and a write is allowed only once per
 // MinApplyInterval anyway.
 func TestMetricsPipeline(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cpu, memory := resource.MustParse("200m"), resource.MustParse("300Mi")
 	usage := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}

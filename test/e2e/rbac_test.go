@@ -25,6 +25,7 @@ import (
 // set works under the shipped RBAC, and a controller outside the set is refused by the API
 // server rather than half-working.
 func TestShippedRBAC(t *testing.T) {
+	t.Parallel()
 	t.Run("configmapwatcher overlay", func(t *testing.T) {
 		c := newCluster(t)
 		args := c.Deploy(t, "overlays/configmapwatcher")

@@ -103,6 +103,7 @@ func checkResizedInPlace(t *testing.T, c *testCluster, w client.Object, uids []t
 // scaling up starts at the recommendation; a resize beyond the Node falls back to eviction, one
 // Pod at a time; and no template is ever written.
 func TestInPlaceOrRecreateOnEveryTemplateKind(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cpu, memory := resource.MustParse("200m"), resource.MustParse("300Mi")
 	c := newCluster(t)

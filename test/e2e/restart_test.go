@@ -20,6 +20,7 @@ import (
 // Service each, and MyApps reach Running with every replica ready, which needs
 // kube-controller-manager, kube-scheduler and kwok to have reconnected as well.
 func TestAPIServerRestart(t *testing.T) {
+	t.Parallel()
 	const before, after = 50, 10
 	ctx := context.Background()
 	c := newCluster(t)
