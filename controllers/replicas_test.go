@@ -65,6 +65,11 @@ func (l leaseCutter) RoundTrip(r *http.Request) (*http.Response, error) {
 // startReplicas starts n managers with a Lease per controller in leaseNamespace, each with its
 // own identity (prefix0, prefix1, ...), reconcile record and connection, and args; perReplica,
 // when not nil, adds the flags of replica i.
+//
+// A test whose replicas watch only its own namespace (--watch-namespaces) and which reads only
+// their reconcile records, never the process's shared metrics, runs in parallel with the others
+// like it (t.Parallel): that halves this package's time. Tests with a manager over every
+// namespace stay sequential, so none of them sees another test's objects.
 func startReplicas(t *testing.T, prefix string, n int, leaseNamespace string, perReplica func(i int) []string, args ...string) []*replica {
 	t.Helper()
 	base := []string{
@@ -131,6 +136,7 @@ var allControllers = []string{"myapp", "verticalscaler", "configmapwatcher"}
 // its reconciles, no two replicas ever reconcile for one controller at once; and what the
 // controllers own still converges.
 func TestOneWriterPerController(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := env.Namespace(t, "replicas-")
 	const apps = 8
@@ -493,6 +499,7 @@ func TestLeasesSpreadAcrossReplicas(t *testing.T) {
 // a replica of one scope takes no Lease while one of the other scope leads, so no controller
 // ever runs on two replicas at once.
 func TestScopeSwitchRollout(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t, "rollout-")
 	const apps = 4
 	createWorkload(t, ns, apps)
@@ -545,6 +552,7 @@ func TestScopeSwitchRollout(t *testing.T) {
 // time, the second taking over from the first. Then the new ones lead, and delete the Leases of
 // the fixed names. No controller ever runs on two replicas at once.
 func TestFixedNamesRollout(t *testing.T) {
+	t.Parallel()
 	for _, scope := range []string{controllers.ScopeManager, controllers.ScopeController} {
 		t.Run(scope, func(t *testing.T) {
 			ns := env.Namespace(t, "rename-")
@@ -630,6 +638,7 @@ func leaseHolders(t *testing.T, ns string, names ...string) map[string]string {
 // again, sees low usage again, so only b's checkpoint can tell it of the high: its first
 // checkpoint must hold it.
 func TestReelectedLeaderResumesFromTheCheckpoint(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t, "reelected-")
 	const low, high = "cpu=100m,memory=100Mi", "cpu=2,memory=100Mi"
 	pod := newSizedWeb(t, ns, low)
@@ -726,6 +735,7 @@ func newSizedWeb(t *testing.T, ns, usage string) *corev1.Pod {
 // last one, here every read but the first (the interval is an hour); the replica that takes
 // the Lease over recommends from all of them.
 func TestReleasedLeaseHandsOverEveryRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := env.Namespace(t, "released-")
 	pod := newSizedWeb(t, ns, "cpu=300m,memory=200Mi")
@@ -904,6 +914,7 @@ func leaseGroup(name string) string {
 // replica leads: the new leader rolls the workload of the first, once, and writes nothing to the
 // others, whose Pods already run with their data.
 func TestConfigMapWatcherLeaderChangeRollsOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := env.Namespace(t, "cmw-leader-")
 	names := []string{"data", "labels", "same"}

@@ -46,6 +46,7 @@ type shard struct {
 // workload once, each by its shard; a change of shard1's own ConfigMap reconciles nothing in
 // the other shards, whose watches see the change but whose indexes hold no workload that uses it.
 func TestLabelShardsSplitTheObjects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := env.Namespace(t, "shards-")
 	shards := []*shard{
