@@ -50,8 +50,8 @@ func TestBadFlagsExitTwoAndNameTheKnownControllers(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--controllers=nope"}, []string{`"nope"`, "known controllers: myapp, verticalscaler, configmapwatcher-deployments",
-			"groups: configmapwatcher (configmapwatcher-deployments, configmapwatcher-statefulsets, configmapwatcher-daemonsets, configmapwatcher-cronjobs, configmapwatcher-jobs, configmapwatcher-rollouts)"}},
+		{[]string{"--controllers=nope"}, []string{`"nope"`, "known controllers: myapp, verticalscaler, verticalpodautoscaler, configmapwatcher-deployments",
+			"groups: verticalscaler (verticalscaler, verticalpodautoscaler), configmapwatcher (configmapwatcher-deployments, configmapwatcher-statefulsets, configmapwatcher-daemonsets, configmapwatcher-cronjobs, configmapwatcher-jobs, configmapwatcher-rollouts)"}},
 		{[]string{"--controllers=-myapp,-verticalscaler,-configmapwatcher,*"}, []string{"enables no controller", "known controllers"}},
 		{[]string{"--reload-debounce=-1s"}, []string{"--reload-debounce must not be negative"}},
 		{[]string{"--config-digest-key-secret=Bad_NS/key"}, []string{"--config-digest-key-secret", "Bad_NS"}},
@@ -120,7 +120,7 @@ func TestHelpListsControllers(t *testing.T) {
 	if code != 0 && code != 2 {
 		t.Fatalf("exit status %d", code)
 	}
-	for _, want := range []string{"known controllers: myapp, verticalscaler, configmapwatcher-deployments", "groups: configmapwatcher", "-controllers", "-reloader-annotations", "-kubeconfig", "-zap-log-level", "-leader-elect"} {
+	for _, want := range []string{"known controllers: myapp, verticalscaler, verticalpodautoscaler, configmapwatcher-deployments", "groups: verticalscaler", "groups: verticalscaler (verticalscaler, verticalpodautoscaler), configmapwatcher", "-controllers", "-reloader-annotations", "-kubeconfig", "-zap-log-level", "-leader-elect"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("--help does not contain %q:\n%s", want, stderr)
 		}

@@ -182,7 +182,7 @@ func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
 	}
 	sections := []NamedFlagSet{
 		section("Controllers", func(fs *flag.FlagSet) {
-			fs.StringVar(&o.Controllers, "controllers", o.Controllers, "Comma-separated controllers to run: '*' runs every controller enabled by default, 'foo' runs foo, '-foo' leaves foo off; a group name stands for each of its controllers, and a controller's own name wins over its group's. "+KnownControllers(table)+".")
+			fs.StringVar(&o.Controllers, "controllers", o.Controllers, "Comma-separated controllers to run: '*' runs every controller enabled by default, 'foo' runs foo, '-foo' leaves foo off; a group name runs each of its controllers enabled by default ('-group' leaves all off), and a controller's own name wins over its group's. "+KnownControllers(table)+".")
 			fs.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "Comma-separated concurrent reconciles per controller, for example 'myapp=4,verticalscaler=2'; a group name sets each of its controllers; an unlisted controller runs its default (WORKERS in --list-controllers).")
 			fs.BoolVar(&o.ListControllers, "list-controllers", false, "Print the controller table (name, group, default, workers, kind, watches, indexes, sources) and exit.")
 			fs.BoolVar(&o.Version, "version", false, "Print the version, commit, build date and Go version, and exit.")

@@ -2,15 +2,17 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // Select returns the rows of table that the --controllers items enable, in table order, with
 // kube-controller-manager's semantics: "*" enables every controller enabled by default, "foo"
-// enables foo, "-foo" disables foo. A group name (a row's Group) stands for every row of the
-// group, so "grp" enables all of them and "-grp" disables all; a controller's own name wins
-// over its group's, and either wins over "*". An unknown name, a name both enabled and
+// enables foo, "-foo" disables foo. A group name (a row's Group) stands for the rows of the
+// group: "grp" enables those enabled by default and "-grp" disables all; a controller's own
+// name wins over its group's, and either wins over "*". A controller that Requires another is
+// enabled only with it. An unknown name, a name both enabled and
 // disabled, or a selection that enables nothing is an error that names the bad input and the
 // known controllers and groups.
 func Select(table []Controller, items []string) ([]Controller, error) {
@@ -39,7 +41,10 @@ func Select(table []Controller, items []string) ([]Controller, error) {
 	for _, c := range table {
 		enable, isExplicit := explicit[c.Name]
 		if !isExplicit && c.Group != "" {
+			// A group enables its controllers that are enabled by default: one that is off by
+			// default is enabled by its own name.
 			enable, isExplicit = explicit[c.Group]
+			enable = enable && c.EnabledByDefault
 		}
 		if !isExplicit {
 			enable = star && c.EnabledByDefault
@@ -50,6 +55,13 @@ func Select(table []Controller, items []string) ([]Controller, error) {
 	}
 	if len(selected) == 0 {
 		return nil, fmt.Errorf("--controllers=%s enables no controller; %s", strings.Join(items, ","), KnownControllers(table))
+	}
+	for _, c := range selected {
+		for _, needed := range c.Requires {
+			if !slices.ContainsFunc(selected, func(s Controller) bool { return s.Name == needed }) {
+				return nil, fmt.Errorf("--controllers: %s works through %s, which is not enabled: enable both or neither", c.Name, needed)
+			}
+		}
 	}
 	return selected, nil
 }

@@ -14,14 +14,17 @@ import (
 	"github.com/example/switchboard/sources"
 )
 
-// testTable has a controller that "*" leaves off, which the real table does not, a group of
-// two, and a controller with a default number of workers.
+// testTable has a controller that "*" leaves off and that works through another, a group of
+// three of which one is off by default and works through another of the group (as the real
+// table's verticalpodautoscaler through the verticalscaler), and a controller with a default
+// number of workers.
 var testTable = []Controller{
 	{Name: "alpha", EnabledByDefault: true},
 	{Name: "beta", EnabledByDefault: true, DefaultWorkers: 3},
-	{Name: "gamma", EnabledByDefault: false},
+	{Name: "gamma", EnabledByDefault: false, Requires: []string{"alpha"}},
 	{Name: "grp-one", Group: "grp", EnabledByDefault: true},
 	{Name: "grp-two", Group: "grp", EnabledByDefault: true},
+	{Name: "grp-off", Group: "grp", EnabledByDefault: false, Requires: []string{"grp-one"}},
 }
 
 func TestSelect(t *testing.T) {
@@ -32,25 +35,32 @@ func TestSelect(t *testing.T) {
 	}{
 		{items: "*", want: []string{"alpha", "beta", "grp-one", "grp-two"}},
 		{items: "alpha", want: []string{"alpha"}},
-		{items: "gamma", want: []string{"gamma"}},
+		{items: "alpha,gamma", want: []string{"alpha", "gamma"}},
+		{items: "gamma", wantErr: []string{"gamma works through alpha, which is not enabled"}},
+		{items: "*,gamma,-alpha", wantErr: []string{"gamma works through alpha"}},
 		{items: "*,gamma", want: []string{"alpha", "beta", "gamma", "grp-one", "grp-two"}},
 		{items: "*,-alpha", want: []string{"beta", "grp-one", "grp-two"}},
 		{items: "-alpha,*", want: []string{"beta", "grp-one", "grp-two"}},
 		{items: "alpha,alpha", want: []string{"alpha"}},
 		{items: " beta , alpha ", want: []string{"alpha", "beta"}},
+		// A group name enables the group's controllers that are enabled by default.
 		{items: "grp", want: []string{"grp-one", "grp-two"}},
+		{items: "grp,grp-off", want: []string{"grp-one", "grp-two", "grp-off"}},
+		{items: "*,grp-off", want: []string{"alpha", "beta", "grp-one", "grp-two", "grp-off"}},
+		{items: "grp-off", wantErr: []string{"grp-off works through grp-one, which is not enabled"}},
+		{items: "*,grp-off,-grp-one", wantErr: []string{"grp-off works through grp-one"}},
 		{items: "*,-grp", want: []string{"alpha", "beta"}},
 		{items: "*,-grp-two", want: []string{"alpha", "beta", "grp-one"}},
 		{items: "grp,-grp-one", want: []string{"grp-two"}},
 		{items: "-grp,grp-one", want: []string{"grp-one"}},
 		{items: "grp-two", want: []string{"grp-two"}},
 		{items: "grp,-grp", wantErr: []string{`"grp" is both enabled and disabled`}},
-		{items: "-alpha", wantErr: []string{"enables no controller", "known controllers: alpha, beta, gamma, grp-one, grp-two",
-			"groups: grp (grp-one, grp-two)", "disabled by default: gamma"}},
+		{items: "-alpha", wantErr: []string{"enables no controller", "known controllers: alpha, beta, gamma, grp-one, grp-two, grp-off",
+			"groups: grp (grp-one, grp-two, grp-off)", "disabled by default: gamma, grp-off"}},
 		{items: "", wantErr: []string{"empty controller name", "known controllers"}},
 		{items: "*,,beta", wantErr: []string{"empty controller name"}},
 		{items: "*,-alpha,-beta,-grp", wantErr: []string{"enables no controller"}},
-		{items: "nope", wantErr: []string{`unknown controller "nope"`, "known controllers: alpha, beta, gamma, grp-one, grp-two", "groups: grp"}},
+		{items: "nope", wantErr: []string{`unknown controller "nope"`, "known controllers: alpha, beta, gamma, grp-one, grp-two, grp-off", "groups: grp"}},
 		{items: "grp-three", wantErr: []string{`unknown controller "grp-three"`}},
 		{items: "*,-nope", wantErr: []string{`unknown controller "nope"`}},
 		{items: "alpha,-alpha", wantErr: []string{`"alpha" is both enabled and disabled`}},
@@ -97,9 +107,9 @@ func TestParseConcurrency(t *testing.T) {
 		{value: "alpha=x", wantErr: "from 1 to 1000"},
 		{value: "alpha=1001", wantErr: "from 1 to 1000"},
 		{value: "alpha=1,alpha=2", wantErr: `"alpha" is given twice`},
-		{value: "grp=4", want: map[string]int{"beta": 3, "grp-one": 4, "grp-two": 4}},
-		{value: "grp=4,grp-two=1", want: map[string]int{"beta": 3, "grp-one": 4, "grp-two": 1}},
-		{value: "grp-two=1, grp=4", want: map[string]int{"beta": 3, "grp-one": 4, "grp-two": 1}},
+		{value: "grp=4", want: map[string]int{"beta": 3, "grp-one": 4, "grp-two": 4, "grp-off": 4}},
+		{value: "grp=4,grp-two=1", want: map[string]int{"beta": 3, "grp-one": 4, "grp-two": 1, "grp-off": 4}},
+		{value: "grp-two=1, grp=4", want: map[string]int{"beta": 3, "grp-one": 4, "grp-two": 1, "grp-off": 4}},
 		{value: "grp=1,grp=2", wantErr: `"grp" is given twice`},
 		{value: "grp=0", wantErr: "from 1 to 1000"},
 	} {
@@ -160,7 +170,14 @@ func TestTableIsWellFormed(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets",
+	for _, c := range Table() {
+		for _, needed := range c.Requires {
+			if !seen[needed] {
+				t.Errorf("controller %q requires %q, which is not in the table", c.Name, needed)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "verticalpodautoscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets",
 		"configmapwatcher-daemonsets", "configmapwatcher-cronjobs", "configmapwatcher-jobs", "configmapwatcher-rollouts"}, Selection{Controllers: Table()}.Names()); diff != "" {
 		t.Errorf("table rows (-want +got):\n%s", diff)
 	}

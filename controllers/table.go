@@ -48,6 +48,10 @@ type Controller struct {
 	Group string
 	// EnabledByDefault says whether "*" enables it.
 	EnabledByDefault bool
+	// Requires names the controllers this one works through, which --controllers must enable
+	// with it: the verticalpodautoscaler makes VerticalScalers that the verticalscaler carries
+	// out.
+	Requires []string
 	// DefaultWorkers is the number of concurrent reconciles when --concurrency names neither
 	// the controller nor its group; 0 means controller-runtime's default, 1.
 	DefaultWorkers int
@@ -249,6 +253,7 @@ func Table() []Controller {
 		},
 		{
 			Name:             verticalscaler.ControllerName,
+			Group:            verticalscaler.ControllerName,
 			EnabledByDefault: true,
 			For:              &v1alpha1.VerticalScaler{},
 			ForPredicates:    []predicate.Predicate{predicate.GenerationChangedPredicate{}},
@@ -294,6 +299,28 @@ func Table() []Controller {
 					CoreV1: clientset.CoreV1().RESTClient(), Limits: scaling.UpdateLimits(), Shard: o.WatchLabelSelector, Missing: o.MissingAPIs()}, nil
 			},
 		},
+		{
+			Name: verticalscaler.VPAControllerName,
+			// One group with the verticalscaler: one Lease, one set of flags, one component.
+			Group: verticalscaler.ControllerName,
+			// Until it can tell that the Vertical Pod Autoscaler's own components run, it is
+			// turned on by its own name, so that it never fights them
+			// (docs/migrating/from-vpa.md).
+			EnabledByDefault: false,
+			Requires:         []string{verticalscaler.ControllerName},
+			Flags:            scaling,
+			For:              verticalscaler.NewVerticalPodAutoscaler(),
+			// The status is this controller's to write: a change of it by anyone else (the
+			// VPA's e2e suite writes recommendations itself) is not news.
+			ForPredicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}},
+			// Its VerticalScalers' status changes are what it copies into the VPA's status.
+			Watches:  []Watch{{Object: &v1alpha1.VerticalScaler{}, How: Owns}},
+			Sources:  []sources.Name{sources.Periodic, sources.HTTPTrigger},
+			Optional: true,
+			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
+				return &verticalscaler.VPAReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), RecommenderName: scaling.RecommenderName}, nil
+			},
+		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of
 		// source (ConfigMaps, Secrets) and namespace, the digest key, the limit of rolls per
 		// minute and the webhook. Argo Rollouts are optional: without their CRD the row is idle.
@@ -326,13 +353,16 @@ func verticalScalerFallbacks(m apifeatures.Missing) []Fallback {
 // the VerticalScalers whose recorded selector selects them. The Pod informer also feeds the
 // usage poller (Pods and their OOM kills).
 func verticalScalerWatches() []Watch {
-	watches := make([]Watch, 0, len(verticalscaler.TemplateKinds)+1)
+	watches := make([]Watch, 0, len(verticalscaler.TemplateKinds)+2)
 	for _, k := range verticalscaler.TemplateKinds {
 		watches = append(watches, Watch{Object: k.New(), How: Maps, Map: verticalscaler.VerticalScalersOf(k),
 			Predicates: []predicate.Predicate{verticalscaler.WorkloadChanged(k)}})
 	}
 	return append(watches, Watch{Object: &corev1.Pod{}, How: Maps, Map: verticalscaler.VerticalScalersOfPod,
-		Predicates: []predicate.Predicate{verticalscaler.PodChanged()}})
+		Predicates: []predicate.Predicate{verticalscaler.PodChanged()}},
+		// A VerticalScaler that goes, or names another workload, may end another's conflict.
+		Watch{Object: &v1alpha1.VerticalScaler{}, How: Maps, Map: verticalscaler.VerticalScalersInConflict,
+			Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}})
 }
 
 // configMapWatcherRow is the configmapwatcher's row for the workload kind k: the workloads of

@@ -81,6 +81,9 @@ const (
 	// known workload kind, and no custom kind with a scale subresource that has a label
 	// selector), or a workload without a way to select its Pods; the message says which.
 	ReasonTargetUnsupported = "TargetUnsupported"
+	// ReasonTargetConflict: an older VerticalScaler names the same workload and sizes it; this
+	// one waits until it no longer does.
+	ReasonTargetConflict = "TargetConflict"
 	// ReasonRecommended: usage samples gave a recommendation.
 	ReasonRecommended = "Recommended"
 	// ReasonMetricsUnavailable: reading usage failed (metrics-server answered with an error,

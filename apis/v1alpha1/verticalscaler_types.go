@@ -90,6 +90,18 @@ const (
 	ControlledRequestsAndLimits ControlledValues = "RequestsAndLimits"
 )
 
+// ContainerMode says whether a container gets a recommendation.
+// +kubebuilder:validation:Enum=Auto;Off
+type ContainerMode string
+
+// The container modes.
+const (
+	// ContainerModeAuto recommends, and applies as the update mode says.
+	ContainerModeAuto ContainerMode = "Auto"
+	// ContainerModeOff leaves the container alone: no recommendation, no change.
+	ContainerModeOff ContainerMode = "Off"
+)
+
 // DefaultContainerPolicyName is the containerName of the policy that applies to every container
 // without a policy of its own.
 const DefaultContainerPolicyName = "*"
@@ -216,6 +228,12 @@ type ContainerPolicy struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a container name (lowercase letters, digits and '-') or '*'"
 	ContainerName string `json:"containerName"`
+
+	// Mode is Auto (the default) or Off: a container whose policy is Off gets no
+	// recommendation, so that nothing of it is changed (a sidecar sized by hand), as the
+	// Vertical Pod Autoscaler's containerPolicies mode.
+	// +optional
+	Mode ContainerMode `json:"mode,omitempty"`
 
 	// MinAllowed is the smallest recommendation that is applied, per resource.
 	// +optional

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	vpav1 "github.com/example/switchboard/apis/vpa/v1"
 	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
@@ -44,6 +45,10 @@ type Options struct {
 	// DeferredResizeTimeout and ResizeTimeout are how long a resize may stay Deferred, or in
 	// progress, before InPlaceOrRecreate evicts the Pod.
 	DeferredResizeTimeout, ResizeTimeout time.Duration
+
+	// RecommenderName is the recommender the verticalpodautoscaler controller answers for, as
+	// the Vertical Pod Autoscaler recommender's --recommender-name.
+	RecommenderName string
 }
 
 // The defaults of the guards of changes to running Pods. Those of the rate limit and of the
@@ -79,6 +84,7 @@ func NewOptions() *Options {
 		PodUpdateRateBurst:        DefaultPodUpdateRateBurst,
 		DeferredResizeTimeout:     DefaultDeferredResizeTimeout,
 		ResizeTimeout:             DefaultResizeTimeout,
+		RecommenderName:           vpav1.DefaultRecommenderName,
 	}
 }
 
@@ -95,6 +101,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.PodUpdateRateBurst, "pod-update-rate-burst", o.PodUpdateRateBurst, "How many resizes and evictions may come at once under --pod-update-rate-limit.")
 	fs.DurationVar(&o.DeferredResizeTimeout, "in-place-deferred-resize-timeout", o.DeferredResizeTimeout, "How long a resize may stay Deferred before InPlaceOrRecreate evicts the Pod instead.")
 	fs.DurationVar(&o.ResizeTimeout, "in-place-resize-timeout", o.ResizeTimeout, "How long a resize may stay in progress before InPlaceOrRecreate evicts the Pod instead.")
+	fs.StringVar(&o.RecommenderName, "recommender-name", o.RecommenderName, "The recommender the verticalpodautoscaler controller answers for, as the Vertical Pod Autoscaler's flag: it acts on the VerticalPodAutoscalers whose spec.recommenders name it, and, when it is '"+vpav1.DefaultRecommenderName+"', on those that name none; it leaves the others alone.")
 	fs.DurationVar(&o.CheckpointFlushTimeout, "checkpoint-flush-timeout", o.CheckpointFlushTimeout, "How long a manager that stops, or gives its Lease up, may take to write the checkpoints of every usage history that changed since its last one; keep it under the Pod's termination grace period.")
 }
 
@@ -119,6 +126,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--min-apply-interval must not be negative, got %s", o.MinApplyInterval)
 	case o.PodUpdateRateLimit > 0 && o.PodUpdateRateBurst < 1:
 		return fmt.Errorf("--pod-update-rate-burst must be at least 1 with a rate limit, got %d", o.PodUpdateRateBurst)
+	case o.RecommenderName == "":
+		return fmt.Errorf("--recommender-name must not be empty")
 	case o.DeferredResizeTimeout <= 0 || o.ResizeTimeout <= 0:
 		return fmt.Errorf("--in-place-deferred-resize-timeout and --in-place-resize-timeout must be positive, got %s and %s", o.DeferredResizeTimeout, o.ResizeTimeout)
 	}

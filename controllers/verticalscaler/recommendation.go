@@ -92,7 +92,7 @@ func behindStatus(report, status *v1alpha1.Recommendation) string {
 
 // recommend bounds the estimates of the recommended containers (recommender.RecommendedContainers)
 // by their policies, in the template's order, and keeps what each rests on. Containers without
-// an estimate are left out; it returns nil when none has one. target is the key of the workload
+// an estimate, or whose policy's mode is Off, are left out; it returns nil when none is left. target is the key of the workload
 // the estimates are of, and policy the recommender policy they were drawn with.
 func recommend(spec *v1alpha1.VerticalScalerSpec, target string, containers []corev1.Container, policy *v1alpha1.RecommenderPolicy,
 	estimates map[string]v1alpha1.ContainerRecommendation) *v1alpha1.Recommendation {
@@ -103,7 +103,7 @@ func recommend(spec *v1alpha1.VerticalScalerSpec, target string, containers []co
 	}
 	for _, c := range containers {
 		e, ok := estimates[c.Name]
-		if !ok {
+		if !ok || !recommender.Recommends(spec, c.Name) {
 			continue
 		}
 		p := recommender.ContainerPolicyFor(spec, c.Name)

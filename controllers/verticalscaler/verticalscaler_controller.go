@@ -139,6 +139,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if target != nil {
+		other, err := r.olderScalerOf(ctx, vs)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if other != nil {
+			target, problem = nil, conflict(target.key, other)
+		}
+	}
 	obs := observation{target: target, problem: problem, report: r.report(req.NamespacedName, vs.Spec.Target().Key())}
 	if target != nil {
 		r.recommend(vs, &obs)

@@ -524,3 +524,31 @@ func TestCRDRejectsInvalidSpecs(t *testing.T) {
 		})
 	}
 }
+
+// TestOneVerticalScalerPerWorkload: of two VerticalScalers that name one Deployment, the older
+// sizes it and the newer is TargetFound=False, TargetConflict, naming the older; once the older
+// goes, the newer takes over.
+func TestOneVerticalScalerPerWorkload(t *testing.T) {
+	env.StartManager(t, quiet...)
+	ns := env.Namespace(t, "vs-")
+	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
+	first := newScaler(t, ns, "first", "web", v1alpha1.UpdateModeOff)
+	waitCondition(t, first, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
+	// Creation times are whole seconds: the second is created a second later, so that it is
+	// the newer by time, not by name.
+	time.Sleep(time.Second)
+	second := newScaler(t, ns, "a-second", "web", v1alpha1.UpdateModeOff)
+	c := waitCondition(t, second, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetConflict)
+	if !strings.Contains(c.Message, "VerticalScaler first") {
+		t.Errorf("TargetConflict message %q, want it to name VerticalScaler first", c.Message)
+	}
+	if second.Status.Target != "" || second.Status.TargetSelector != nil {
+		t.Errorf("status.target %q, targetSelector %v of the refused VerticalScaler, want none: the usage poller must not read for it", second.Status.Target, second.Status.TargetSelector)
+	}
+	waitCondition(t, first, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
+
+	if err := env.Client.Delete(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, second, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
+}

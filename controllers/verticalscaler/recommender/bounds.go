@@ -23,6 +23,11 @@ func ContainerPolicyFor(spec *v1alpha1.VerticalScalerSpec, container string) v1a
 	return fallback
 }
 
+// Recommends says whether container gets a recommendation: its policy's mode is not Off.
+func Recommends(spec *v1alpha1.VerticalScalerSpec, container string) bool {
+	return ContainerPolicyFor(spec, container).Mode != v1alpha1.ContainerModeOff
+}
+
 // Clamp returns values raised to minAllowed and lowered to maxAllowed, per resource; nil for
 // nil values.
 func Clamp(values, minAllowed, maxAllowed corev1.ResourceList) corev1.ResourceList {

@@ -597,6 +597,9 @@ func report(vs *v1alpha1.VerticalScaler, obs observation) *Report {
 	policy := PolicyFor(vs.Spec.RecommenderPolicy)
 	estimates := map[string]Estimate{}
 	for name, h := range obs.histories {
+		if !Recommends(&vs.Spec, name) {
+			continue
+		}
 		if e, ok := h.Estimate(policy, obs.containers); ok {
 			estimates[name] = e
 		}

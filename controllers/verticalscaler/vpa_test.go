@@ -1,0 +1,263 @@
+package verticalscaler_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/apis/v1alpha1"
+	vpav1 "github.com/example/switchboard/apis/vpa/v1"
+	"github.com/example/switchboard/controllers/internal/compare"
+	"github.com/example/switchboard/controllers/verticalscaler"
+	"github.com/example/switchboard/internal/testenv"
+)
+
+// vpaUsage runs the verticalscaler and the verticalpodautoscaler, with usage read from Pod
+// annotations every 200ms.
+var vpaUsage = []string{"--controllers=verticalscaler,verticalpodautoscaler", "--resync-interval=0",
+	"--usage-source=pod-annotations", "--usage-interval=200ms"}
+
+// newVPA creates a VerticalPodAutoscaler of the VPA's own API with spec, written as a VPA user
+// writes one.
+func newVPA(t *testing.T, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	vpa := verticalscaler.NewVerticalPodAutoscaler()
+	vpa.SetNamespace(ns)
+	vpa.SetName(name)
+	vpa.Object["spec"] = spec
+	if err := env.Client.Create(context.Background(), vpa); err != nil {
+		t.Fatal(err)
+	}
+	return vpa
+}
+
+// startVPAs installs the VPA's CRDs, starts a manager with vpaUsage, and returns a new
+// namespace with a Deployment web.
+func startVPAs(t *testing.T) string {
+	t.Helper()
+	env.InstallVPACRDs(t)
+	env.StartManager(t, vpaUsage...)
+	ns := env.Namespace(t, "vpa-")
+	newDeployment(t, ns, "web", corev1.ResourceRequirements{})
+	return ns
+}
+
+// vpaStatus reads the VerticalPodAutoscaler's status.
+func vpaStatus(vpa *unstructured.Unstructured) (vpav1.Status, error) {
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(vpa), vpa); err != nil {
+		return vpav1.Status{}, err
+	}
+	raw, _, err := unstructured.NestedMap(vpa.Object, "status")
+	if err != nil {
+		return vpav1.Status{}, err
+	}
+	var status vpav1.Status
+	err = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &status)
+	return status, err
+}
+
+// vpaCondition is the condition of type t, nil when there is none.
+func vpaCondition(status vpav1.Status, t string) *vpav1.Condition {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == t {
+			return &status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// newTwoContainerDeployment creates Deployment name with containers app and sidecar, and two
+// Pods of it reporting usage for both.
+func newTwoContainerDeployment(t *testing.T, ns, name string) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	containers := []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1"}, {Name: "sidecar", Image: "registry.example.com/proxy:v1"}}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: containers}}},
+	}
+	if err := env.Client.Create(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-", Labels: labels, Annotations: map[string]string{
+				v1alpha1.UsageAnnotationPrefix + "app": "cpu=300m,memory=200Mi", v1alpha1.UsageAnnotationPrefix + "sidecar": "cpu=20m,memory=30Mi"}},
+			Spec: corev1.PodSpec{Containers: containers},
+		}
+		if err := env.Client.Create(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestVerticalPodAutoscalerIsCarriedOut: a VerticalPodAutoscaler as a VPA user writes it (a
+// sidecar left out with mode Off, the others limited to cpu with a floor) becomes a
+// VerticalScaler of its name that it controls, and its status gets the recommendation as the
+// VPA writes one: no sidecar, cpu only, within the floor, RecommendationProvided and no
+// NoPodsMatched.
+func TestVerticalPodAutoscalerIsCarriedOut(t *testing.T) {
+	env.InstallVPACRDs(t)
+	env.StartManager(t, vpaUsage...)
+	ns := env.Namespace(t, "vpa-")
+	newTwoContainerDeployment(t, ns, "web")
+	vpa := newVPA(t, ns, "web", map[string]any{
+		"targetRef":    map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+		"updatePolicy": map[string]any{"updateMode": "Off"},
+		"resourcePolicy": map[string]any{"containerPolicies": []any{
+			map[string]any{"containerName": "sidecar", "mode": "Off"},
+			map[string]any{"containerName": "*", "controlledResources": []any{"cpu"}, "minAllowed": map[string]any{"cpu": "500m"}},
+		}},
+	})
+
+	vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	testenv.Eventually(t, timeout, func() error { return get(vs) })
+	if !metav1.IsControlledBy(vs, vpa) {
+		t.Errorf("VerticalScaler web's owners = %+v, want the VerticalPodAutoscaler as controller", vs.OwnerReferences)
+	}
+	wantSpec := v1alpha1.VerticalScalerSpec{
+		TargetRef:  &v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		UpdateMode: v1alpha1.UpdateModeOff,
+		ContainerPolicies: []v1alpha1.ContainerPolicy{
+			{ContainerName: "sidecar", Mode: v1alpha1.ContainerModeOff, ControlledValues: v1alpha1.ControlledRequestsAndLimits},
+			{ContainerName: "*", Mode: v1alpha1.ContainerModeAuto, ControlledValues: v1alpha1.ControlledRequestsAndLimits,
+				ControlledResources: []v1alpha1.ControlledResource{"cpu"}, MinAllowed: list("500m", "")},
+		},
+	}
+	if diff := cmp.Diff(wantSpec, vs.Spec, compare.Quantities); diff != "" {
+		t.Errorf("VerticalScaler web's spec (-want +got):\n%s", diff)
+	}
+
+	var status vpav1.Status
+	testenv.Eventually(t, timeout, func() error {
+		var err error
+		if status, err = vpaStatus(vpa); err != nil {
+			return err
+		}
+		if c := vpaCondition(status, vpav1.ConditionRecommendationProvided); c == nil || c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("RecommendationProvided = %+v, want True", c)
+		}
+		return nil
+	})
+	if status.ObservedGeneration == nil || *status.ObservedGeneration != vpa.GetGeneration() {
+		t.Errorf("status.observedGeneration = %v, want %d", status.ObservedGeneration, vpa.GetGeneration())
+	}
+	for _, unwanted := range []string{vpav1.ConditionNoPodsMatched, vpav1.ConditionConfigUnsupported} {
+		if c := vpaCondition(status, unwanted); c != nil {
+			t.Errorf("condition %s = %+v, want none", unwanted, c)
+		}
+	}
+	recs := status.Recommendation.ContainerRecommendations
+	if len(recs) != 1 || recs[0].ContainerName != "app" {
+		t.Fatalf("recommendations = %+v, want one, for app (sidecar's mode is Off)", recs)
+	}
+	floor := resource.MustParse("500m")
+	for name, values := range map[string]corev1.ResourceList{"target": recs[0].Target, "lowerBound": recs[0].LowerBound, "upperBound": recs[0].UpperBound} {
+		cpu, ok := values[corev1.ResourceCPU]
+		if len(values) != 1 || !ok || cpu.Cmp(floor) < 0 {
+			t.Errorf("%s = %v, want cpu only (the controlled resource), at least minAllowed 500m", name, values)
+		}
+	}
+	if uncapped := recs[0].UncappedTarget[corev1.ResourceCPU]; uncapped.Cmp(floor) >= 0 {
+		t.Errorf("uncappedTarget cpu = %s, want the usage's estimate, under minAllowed 500m", uncapped.String())
+	}
+}
+
+// TestVerticalPodAutoscalerOfAnotherRecommender: an object that names another recommender is
+// left alone, status included; once it names none (the default recommender's, as Switchboard's
+// is by default) it is acted on.
+func TestVerticalPodAutoscalerOfAnotherRecommender(t *testing.T) {
+	ctx := context.Background()
+	ns := startVPAs(t)
+	vpa := newVPA(t, ns, "web", map[string]any{
+		"targetRef":    map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+		"recommenders": []any{map[string]any{"name": "custom"}},
+	})
+	settleVPAs(t)
+	vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	if err := get(vs); !apierrors.IsNotFound(err) {
+		t.Errorf("VerticalScaler of a VPA for recommender custom: %v, want none", err)
+	}
+	if status, err := vpaStatus(vpa); err != nil || status.ObservedGeneration != nil || len(status.Conditions) > 0 {
+		t.Errorf("status of a VPA for recommender custom = %+v (%v), want it untouched", status, err)
+	}
+
+	unstructured.RemoveNestedField(vpa.Object, "spec", "recommenders")
+	if err := env.Client.Update(ctx, vpa); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, timeout, func() error { return get(vs) })
+}
+
+// TestVerticalPodAutoscalerConfigUnsupported: what Switchboard cannot carry out (a startup
+// boost, a VerticalScaler of the name that the VPA did not make) is ConfigUnsupported=True with a
+// message that names it, and no VerticalScaler acts; once fixed, it is acted on and the condition
+// goes.
+func TestVerticalPodAutoscalerConfigUnsupported(t *testing.T) {
+	ctx := context.Background()
+	ns := startVPAs(t)
+	target := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+	boosted := newVPA(t, ns, "boosted", map[string]any{"targetRef": target,
+		"startupBoost": map[string]any{"cpu": map[string]any{"type": "Factor", "factor": int64(2)}}})
+	waitUnsupported(t, boosted, "spec.startupBoost")
+	vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "boosted"}}
+	if err := get(vs); !apierrors.IsNotFound(err) {
+		t.Errorf("VerticalScaler of an unsupported VPA: %v, want none", err)
+	}
+	unstructured.RemoveNestedField(boosted.Object, "spec", "startupBoost")
+	if err := env.Client.Update(ctx, boosted); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, timeout, func() error {
+		status, err := vpaStatus(boosted)
+		if err != nil {
+			return err
+		}
+		if c := vpaCondition(status, vpav1.ConditionConfigUnsupported); c != nil {
+			return fmt.Errorf("ConfigUnsupported = %+v once fixed, want none", c)
+		}
+		return get(vs)
+	})
+
+	// A VerticalScaler of the name, made by hand, is not taken over.
+	newScaler(t, ns, "taken", "web", v1alpha1.UpdateModeOff)
+	taken := newVPA(t, ns, "taken", map[string]any{"targetRef": target})
+	waitUnsupported(t, taken, "VerticalScaler taken exists and was not made from this VerticalPodAutoscaler")
+}
+
+// waitUnsupported waits until the VerticalPodAutoscaler is ConfigUnsupported=True with a message
+// that contains want.
+func waitUnsupported(t *testing.T, vpa *unstructured.Unstructured, want string) {
+	t.Helper()
+	testenv.Eventually(t, timeout, func() error {
+		status, err := vpaStatus(vpa)
+		if err != nil {
+			return err
+		}
+		c := vpaCondition(status, vpav1.ConditionConfigUnsupported)
+		if c == nil || c.Status != corev1.ConditionTrue || !strings.Contains(c.Message, want) {
+			return fmt.Errorf("ConfigUnsupported = %+v, want True saying %q", c, want)
+		}
+		return nil
+	})
+}
+
+// settleVPAs waits until the verticalpodautoscaler controller is quiet.
+func settleVPAs(t *testing.T) {
+	t.Helper()
+	testenv.WaitQuiet(t, testenv.InProcess, testenv.Quiet{Controllers: []string{verticalscaler.VPAControllerName},
+		Idle: true, For: time.Second, Interval: time.Second, Timeout: timeout})
+}
