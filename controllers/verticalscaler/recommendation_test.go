@@ -125,6 +125,12 @@ func TestRecommend(t *testing.T) {
 	if got := recommend(spec, "Deployment.apps/web", []corev1.Container{{Name: "sidecar"}}, policy, estimates); got != nil {
 		t.Errorf("no container with an estimate: %+v, want nil", got)
 	}
+	// A container whose policy's mode is Off gets none, estimate or not.
+	off := spec.DeepCopy()
+	off.ContainerPolicies[0].Mode = v1alpha1.ContainerModeOff
+	if got := recommend(off, "Deployment.apps/web", containers, policy, estimates); got != nil {
+		t.Errorf("the only container with an estimate is Off: %+v, want nil", got)
+	}
 
 	// Estimates kept in status are the uncapped targets, bounded again by today's policies.
 	kept := estimatesOf(want, "Deployment.apps/web")
