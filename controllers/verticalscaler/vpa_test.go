@@ -2,7 +2,9 @@ package verticalscaler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	vpav1 "github.com/example/switchboard/apis/vpa/v1"
 	"github.com/example/switchboard/controllers/internal/compare"
 	"github.com/example/switchboard/controllers/verticalscaler"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -260,4 +263,55 @@ func settleVPAs(t *testing.T) {
 	t.Helper()
 	testenv.WaitQuiet(t, testenv.InProcess, testenv.Quiet{Controllers: []string{verticalscaler.VPAControllerName},
 		Idle: true, For: time.Second, Interval: time.Second, Timeout: timeout})
+}
+
+// TestVerticalPodAutoscalerHistoryCarriesOver: the VPA recommender's checkpoint of a container
+// (two days of CPU usage near 2 cores) is read when the VerticalScaler made from the
+// VerticalPodAutoscaler starts, so that its first recommendation rests on that history, not on
+// the few samples of 100m its Pods report since.
+func TestVerticalPodAutoscalerHistoryCarriesOver(t *testing.T) {
+	ns := startVPAs(t)
+	now := time.Now().UTC()
+	day := now.Round(24 * time.Hour)
+	cpuBucket := recommender.CPUHistogramOptions.FindBucket(2)
+	memoryBucket := recommender.MemoryHistogramOptions.FindBucket(500 << 20)
+	checkpoint := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": vpav1.GroupVersion.String(), "kind": vpav1.CheckpointKind,
+		"metadata": map[string]any{"namespace": ns, "name": "web-app"},
+		"spec":     map[string]any{"vpaObjectName": "web", "containerName": "app"},
+		"status": map[string]any{
+			"version": vpav1.CheckpointVersion, "lastUpdateTime": now.Add(-time.Minute).Format(time.RFC3339),
+			"cpuHistogram": map[string]any{"referenceTimestamp": day.Format(time.RFC3339), "totalWeight": 200.0,
+				"bucketWeights": map[string]any{strconv.Itoa(cpuBucket): int64(10000)}},
+			"memoryHistogram": map[string]any{"referenceTimestamp": day.Format(time.RFC3339), "totalWeight": 2.0,
+				"bucketWeights": map[string]any{strconv.Itoa(memoryBucket): int64(10000)}},
+			"firstSampleStart": now.Add(-48 * time.Hour).Format(time.RFC3339), "lastSampleStart": now.Add(-time.Minute).Format(time.RFC3339),
+			"totalSamplesCount": int64(2000),
+		},
+	}}
+	if err := env.Client.Create(context.Background(), checkpoint); err != nil {
+		t.Fatal(err)
+	}
+	newPod(t, ns, "web", "cpu=100m,memory=100Mi")
+	vpa := newVPA(t, ns, "web", map[string]any{
+		"targetRef":    map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+		"updatePolicy": map[string]any{"updateMode": "Off"},
+	})
+	var recs []vpav1.RecommendedContainerResources
+	testenv.Eventually(t, timeout, func() error {
+		status, err := vpaStatus(vpa)
+		if err != nil {
+			return err
+		}
+		if status.Recommendation == nil || len(status.Recommendation.ContainerRecommendations) == 0 {
+			return errors.New("no recommendation yet")
+		}
+		recs = status.Recommendation.ContainerRecommendations
+		return nil
+	})
+	// The VPA's 90th percentile of that history with its 15% margin is about 2.3 cores; the
+	// Pods' own 100m would give a tenth of it.
+	if cpu := recs[0].Target[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("1900m")) < 0 {
+		t.Errorf("first cpu target %s, want about 2.3 cores, from the VPA's checkpoint", cpu.String())
+	}
 }

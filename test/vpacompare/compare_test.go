@@ -210,6 +210,12 @@ func (a *weighted) AddSample(s *model.ContainerUsageSample) {
 // byRequest, CPU samples weigh their request (weighted); without, every CPU sample weighs 0.1,
 // as in the VPA v1.8.1.
 func vpa(tr trace, byRequest bool) result {
+	return vpaRecommendation(vpaAggregate(tr, byRequest))
+}
+
+// vpaAggregate is the VPA recommender's aggregate of the trace's container, fed as its cluster
+// feeder feeds it; with byRequest, CPU samples weigh their request.
+func vpaAggregate(tr trace, byRequest bool) *model.AggregateContainerState {
 	aggregate := model.NewAggregateContainerState()
 	feed := &weighted{AggregateContainerState: aggregate}
 	var aggregator model.ContainerStateAggregator = aggregate
@@ -235,6 +241,12 @@ func vpa(tr trace, byRequest bool) result {
 		c.AddSample(&model.ContainerUsageSample{MeasureStart: e.at, Usage: model.CPUAmountFromCores(e.cpu), Resource: model.ResourceCPU})
 		c.AddSample(&model.ContainerUsageSample{MeasureStart: e.at, Usage: model.MemoryAmountFromBytes(e.memory), Resource: model.ResourceMemory})
 	}
+	return aggregate
+}
+
+// vpaRecommendation is the recommendation the VPA recommender, built with its default
+// configuration, draws from aggregate.
+func vpaRecommendation(aggregate *model.AggregateContainerState) result {
 	cfg := config.DefaultRecommenderConfig()
 	r := logic.CreatePodResourceRecommender(logic.RecommendationConfig{
 		SafetyMarginFraction:       cfg.SafetyMarginFraction,

@@ -182,3 +182,48 @@ type Condition struct {
 	// ObservedGeneration is the generation the condition was set at.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
+
+// CheckpointKind is the kind of the VPA recommender's checkpoints, one per VerticalPodAutoscaler
+// and container, of the usage history it draws that container's recommendation from.
+const CheckpointKind = "VerticalPodAutoscalerCheckpoint"
+
+// CheckpointVersion is the version of the checkpoints' encoding that Switchboard reads, VPA
+// v1.8.1's.
+const CheckpointVersion = "v3"
+
+// CheckpointSpec says whose history a VerticalPodAutoscalerCheckpoint holds.
+type CheckpointSpec struct {
+	// VPAObjectName is the VerticalPodAutoscaler's name.
+	VPAObjectName string `json:"vpaObjectName,omitempty"`
+	// ContainerName is the container's name.
+	ContainerName string `json:"containerName,omitempty"`
+}
+
+// CheckpointStatus is the usage history of one container of a VerticalPodAutoscaler's target.
+type CheckpointStatus struct {
+	// LastUpdateTime is when it was written.
+	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
+	// Version is the version of the encoding, CheckpointVersion.
+	Version string `json:"version,omitempty"`
+	// CPUHistogram is the decaying histogram of CPU usage, in cores.
+	CPUHistogram HistogramCheckpoint `json:"cpuHistogram,omitempty"`
+	// MemoryHistogram is the decaying histogram of memory peaks, in bytes.
+	MemoryHistogram HistogramCheckpoint `json:"memoryHistogram,omitempty"`
+	// FirstSampleStart and LastSampleStart bound the history.
+	FirstSampleStart *metav1.Time `json:"firstSampleStart,omitempty"`
+	LastSampleStart  *metav1.Time `json:"lastSampleStart,omitempty"`
+	// TotalSamplesCount is how many samples the history holds.
+	TotalSamplesCount int64 `json:"totalSamplesCount,omitempty"`
+}
+
+// HistogramCheckpoint is a decaying histogram: each bucket's weight relative to the heaviest
+// one's (10000), by bucket index, and the weight of them all at the reference time.
+type HistogramCheckpoint struct {
+	// ReferenceTimestamp is the time the weights are taken at.
+	ReferenceTimestamp *metav1.Time `json:"referenceTimestamp,omitempty"`
+	// BucketWeights are the relative weights by bucket index, written as a decimal string: a
+	// JSON object's keys are strings.
+	BucketWeights map[string]int64 `json:"bucketWeights,omitempty"`
+	// TotalWeight is the weight of every bucket at ReferenceTimestamp.
+	TotalWeight float64 `json:"totalWeight,omitempty"`
+}

@@ -3,6 +3,7 @@ package recommender
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	vpav1 "github.com/example/switchboard/apis/vpa/v1"
 )
 
 // DefaultCheckpointInterval is the default least time between two checkpoints of one
@@ -121,18 +123,17 @@ func (p *UsageProducer) checkpointsOn() bool {
 // VerticalScaler's checkpoint was written, so that the next write waits the interval after it.
 // It fails only when a checkpoint cannot be read.
 func (p *UsageProducer) restore(ctx context.Context, key historyKey, scalers []*v1alpha1.VerticalScaler) (*targetHistory, error) {
-	var newest *targetHistory
-	var newestAt time.Time
-	if p.checkpointsOn() {
-		for _, vs := range scalers {
-			h, at, err := p.readCheckpoint(ctx, vs)
-			if err != nil {
-				return nil, err
-			}
-			if h != nil && (newest == nil || at.After(newestAt)) {
-				newest, newestAt = h, at
-			}
-		}
+	if !p.checkpointsOn() {
+		return &targetHistory{containers: map[string]*ContainerHistory{}}, nil
+	}
+	newest, newestAt, err := newestHistory(ctx, scalers, p.readCheckpoint)
+	if err == nil && newest == nil {
+		// A VerticalScaler made from a VerticalPodAutoscaler starts where the VPA's
+		// recommender left that VerticalPodAutoscaler's history.
+		newest, newestAt, err = newestHistory(ctx, scalers, p.readVPACheckpoints)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if newest == nil {
 		return &targetHistory{containers: map[string]*ContainerHistory{}}, nil
@@ -140,6 +141,24 @@ func (p *UsageProducer) restore(ctx context.Context, key historyKey, scalers []*
 	logf.FromContext(ctx).V(1).Info("Read usage history back from checkpoint", "target", key.Target,
 		"namespace", key.Namespace, "written", newestAt)
 	return newest, nil
+}
+
+// newestHistory returns, of the histories read reads for each of scalers, the one written last
+// and when; nil when none has one.
+func newestHistory(ctx context.Context, scalers []*v1alpha1.VerticalScaler,
+	read func(context.Context, *v1alpha1.VerticalScaler) (*targetHistory, time.Time, error)) (*targetHistory, time.Time, error) {
+	var newest *targetHistory
+	var newestAt time.Time
+	for _, vs := range scalers {
+		h, at, err := read(ctx, vs)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if h != nil && (newest == nil || at.After(newestAt)) {
+			newest, newestAt = h, at
+		}
+	}
+	return newest, newestAt, nil
 }
 
 // readCheckpoint reads vs's checkpoint and returns the history it holds of vs's target and
@@ -177,6 +196,72 @@ func (p *UsageProducer) readCheckpoint(ctx context.Context, vs *v1alpha1.Vertica
 		return nil, time.Time{}, nil
 	}
 	return h, at, nil
+}
+
+// +kubebuilder:rbac:groups=autoscaling.k8s.io,resources=verticalpodautoscalercheckpoints,verbs=list
+
+// readVPACheckpoints reads the VerticalPodAutoscalerCheckpoints of the VerticalPodAutoscaler vs
+// was made from (its controller owner), one per container, and returns the history they hold
+// and when the newest was written; a nil history when vs was not made from one, or it has none
+// (or the VPA's CRDs are not installed). A checkpoint that cannot be read back is reported in a
+// Warning Event, and that container's history starts over. It fails only when the checkpoints
+// cannot be listed.
+func (p *UsageProducer) readVPACheckpoints(ctx context.Context, vs *v1alpha1.VerticalScaler) (*targetHistory, time.Time, error) {
+	owner := metav1.GetControllerOf(vs)
+	if owner == nil || owner.Kind != vpav1.Kind || owner.APIVersion != vpav1.GroupVersion.String() {
+		return nil, time.Time{}, nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(vpav1.GroupVersion.WithKind(vpav1.CheckpointKind + "List"))
+	readCtx, cancel := context.WithTimeout(ctx, p.readTimeout())
+	defer cancel()
+	if err := p.CheckpointReader.List(readCtx, list, client.InNamespace(vs.Namespace)); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, time.Time{}, nil
+		}
+		return nil, time.Time{}, fmt.Errorf("listing the VerticalPodAutoscalerCheckpoints of namespace %s: %w", vs.Namespace, err)
+	}
+	h := &targetHistory{containers: map[string]*ContainerHistory{}}
+	var newest time.Time
+	for i := range list.Items {
+		var cp struct {
+			Spec   vpav1.CheckpointSpec   `json:"spec"`
+			Status vpav1.CheckpointStatus `json:"status"`
+		}
+		err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &cp)
+		if err == nil && cp.Spec.VPAObjectName != owner.Name {
+			continue
+		}
+		if err == nil && cp.Spec.ContainerName == "" {
+			err = errors.New("spec.containerName is empty")
+		}
+		var c *ContainerHistory
+		if err == nil {
+			var converted v1alpha1.ContainerCheckpoint
+			if converted, err = FromVPACheckpoint(cp.Spec.ContainerName, &cp.Status); err == nil {
+				c, err = LoadContainerCheckpoint(converted)
+			}
+		}
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "Reading a VPA checkpoint failed; that container's usage history starts over",
+				"VerticalPodAutoscalerCheckpoint", client.ObjectKeyFromObject(&list.Items[i]))
+			if p.Recorder != nil {
+				p.Recorder.Eventf(vs, nil, corev1.EventTypeWarning, v1alpha1.ReasonCheckpointInvalid, "ReadCheckpoint",
+					"The usage history in VerticalPodAutoscalerCheckpoint %s cannot be read, so that container's history starts over: %v", list.Items[i].GetName(), err)
+			}
+			continue
+		}
+		h.containers[cp.Spec.ContainerName] = c
+		if at := cp.Status.LastUpdateTime; at != nil && at.After(newest) {
+			newest = at.Time
+		}
+	}
+	if len(h.containers) == 0 {
+		return nil, time.Time{}, nil
+	}
+	logf.FromContext(ctx).Info("Read usage history from the VerticalPodAutoscaler's checkpoints", "VerticalScaler", client.ObjectKeyFromObject(vs),
+		"containers", len(h.containers), "written", newest)
+	return h, newest, nil
 }
 
 // checkpointCandidate is a VerticalScaler whose checkpoint is due, its target's history, and
