@@ -41,12 +41,13 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 		controllers string
 		want        []string
 	}{
-		{"*", []string{"CronJob", "DaemonSet", "Job", "MyApp", "Pod", "ReplicaSet", "Rollout", "StatefulSet", "VerticalScaler"}},
+		{"*", []string{"CronJob", "DaemonSet", "Job", "MyApp", "Pod", "ReplicaSet", "Rollout", "StatefulSet", "VerticalPodAutoscaler", "VerticalScaler"}},
 		{"configmapwatcher", []string{"CronJob", "DaemonSet", "Deployment", "Job", "Rollout", "StatefulSet"}},
 		{"configmapwatcher-statefulsets", []string{"StatefulSet"}},
 		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "Deployment", "Job", "MyApp", "Rollout", "StatefulSet"}},
 		{"myapp", []string{"MyApp"}},
-		{"verticalscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
+		{"verticalscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalPodAutoscaler", "VerticalScaler"}},
+		{"verticalscaler,-verticalpodautoscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
 			o := NewOptions()

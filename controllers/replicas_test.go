@@ -391,8 +391,10 @@ func TestStandbysAreReadyAndSayWhoLeads(t *testing.T) {
 			case !c.EnabledByDefault:
 				continue
 			case c.Optional:
-				// Idle without its CRD, which envtest does not install.
-				want[c.Name] = controllers.RoleIdle + "the API server does not serve argoproj.io/v1alpha1 Rollout (is its CRD installed?); restart the manager once it is"
+				// Idle without its CRD (Argo Rollouts', the VPA's), which this package's
+				// control plane does not install.
+				gvk := c.For.GetObjectKind().GroupVersionKind()
+				want[c.Name] = controllers.RoleIdle + fmt.Sprintf("the API server does not serve %s %s (is its CRD installed?); restart the manager once it is", gvk.GroupVersion(), gvk.Kind)
 				continue
 			}
 			want[c.Name] = controllers.RoleStandby
@@ -970,7 +972,7 @@ func TestConfigMapWatcherLeaderChangeRollsOnlyWhatChanged(t *testing.T) {
 	first.cut.Store(true)
 	testenv.Eventually(t, 20*time.Second, func() error {
 		for name, role := range readyRoles(t, probe) {
-			// The Rollouts row idles without its CRD, leader or not.
+			// The optional rows idle without their CRDs, leader or not.
 			idle := strings.HasPrefix(role, controllers.RoleIdle)
 			if strings.HasPrefix(name, group) && role != controllers.RoleStandby && !idle {
 				return fmt.Errorf("%s is %s for %s", first.id, role, name)

@@ -302,14 +302,14 @@ func Table() []Controller {
 		{
 			Name: verticalscaler.VPAControllerName,
 			// One group with the verticalscaler: one Lease, one set of flags, one component.
-			Group: verticalscaler.ControllerName,
-			// Until it can tell that the Vertical Pod Autoscaler's own components run, it is
-			// turned on by its own name, so that it never fights them
-			// (docs/migrating/from-vpa.md).
-			EnabledByDefault: false,
+			Group:            verticalscaler.ControllerName,
+			EnabledByDefault: true,
 			Requires:         []string{verticalscaler.ControllerName},
 			Flags:            scaling,
-			For:              verticalscaler.NewVerticalPodAutoscaler(),
+			// Idle while the Vertical Pod Autoscaler's own components run, so that it never
+			// fights them; and, being Optional, without the VPA's CRD.
+			Idle: scaling.VPAComponentsRunning,
+			For:  verticalscaler.NewVerticalPodAutoscaler(),
 			// The status is this controller's to write: a change of it by anyone else (the
 			// VPA's e2e suite writes recommendations itself) is not news.
 			ForPredicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}},

@@ -1,6 +1,7 @@
 package verticalscaler
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"slices"
@@ -8,6 +9,9 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	vpav1 "github.com/example/switchboard/apis/vpa/v1"
@@ -49,6 +53,14 @@ type Options struct {
 	// RecommenderName is the recommender the verticalpodautoscaler controller answers for, as
 	// the Vertical Pod Autoscaler recommender's --recommender-name.
 	RecommenderName string
+	// DetectVPAComponents says whether the manager looks at start for the Vertical Pod
+	// Autoscaler's own components, and leaves the verticalpodautoscaler controller idle if they
+	// run.
+	DetectVPAComponents bool
+
+	// vpaComponents says why the verticalpodautoscaler controller stays idle: the VPA's own
+	// components run, or whether they do cannot be told; "" when it may act. Set by Prepare.
+	vpaComponents string
 }
 
 // The defaults of the guards of changes to running Pods. Those of the rate limit and of the
@@ -85,6 +97,7 @@ func NewOptions() *Options {
 		DeferredResizeTimeout:     DefaultDeferredResizeTimeout,
 		ResizeTimeout:             DefaultResizeTimeout,
 		RecommenderName:           vpav1.DefaultRecommenderName,
+		DetectVPAComponents:       true,
 	}
 }
 
@@ -102,6 +115,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.DeferredResizeTimeout, "in-place-deferred-resize-timeout", o.DeferredResizeTimeout, "How long a resize may stay Deferred before InPlaceOrRecreate evicts the Pod instead.")
 	fs.DurationVar(&o.ResizeTimeout, "in-place-resize-timeout", o.ResizeTimeout, "How long a resize may stay in progress before InPlaceOrRecreate evicts the Pod instead.")
 	fs.StringVar(&o.RecommenderName, "recommender-name", o.RecommenderName, "The recommender the verticalpodautoscaler controller answers for, as the Vertical Pod Autoscaler's flag: it acts on the VerticalPodAutoscalers whose spec.recommenders name it, and, when it is '"+vpav1.DefaultRecommenderName+"', on those that name none; it leaves the others alone.")
+	fs.BoolVar(&o.DetectVPAComponents, "vpa-detect-components", o.DetectVPAComponents, "Whether the manager looks at start for the Vertical Pod Autoscaler's own admission controller (MutatingWebhookConfiguration "+vpaWebhookConfiguration+") and recommender (a VerticalPodAutoscalerCheckpoint written in the last "+vpaRecommenderActiveWithin.String()+"), and leaves the verticalpodautoscaler controller idle while they run, so that the two never size the same Pods; false skips the look, for a cluster where the manager may not read them.")
 	fs.DurationVar(&o.CheckpointFlushTimeout, "checkpoint-flush-timeout", o.CheckpointFlushTimeout, "How long a manager that stops, or gives its Lease up, may take to write the checkpoints of every usage history that changed since its last one; keep it under the Pod's termination grace period.")
 }
 
@@ -148,4 +162,29 @@ func (o *Options) UpdateLimits() UpdateLimits {
 		limits.PodUpdates = rate.NewLimiter(rate.Limit(o.PodUpdateRateLimit), o.PodUpdateRateBurst)
 	}
 	return limits
+}
+
+// Prepare looks, once at start, for the Vertical Pod Autoscaler's own components
+// (vpaComponentsRunning), unless --vpa-detect-components=false: the verticalpodautoscaler
+// controller stays idle while they run, or while whether they do cannot be told.
+func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, namespaces []string) (manager.Runnable, error) {
+	if !o.DetectVPAComponents {
+		return nil, nil
+	}
+	reader, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	running, err := vpaComponentsRunning(ctx, reader, namespaces, time.Now())
+	if err != nil {
+		running = fmt.Sprintf("whether the VPA's own components run cannot be told (%v); --vpa-detect-components=false skips the look", err)
+	}
+	o.vpaComponents = running
+	return nil, nil
+}
+
+// VPAComponentsRunning says why the verticalpodautoscaler controller stays idle, as Prepare
+// found: the Vertical Pod Autoscaler's own components run; "" when it may act.
+func (o *Options) VPAComponentsRunning(_ []string) string {
+	return o.vpaComponents
 }

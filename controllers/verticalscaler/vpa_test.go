@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -258,6 +261,21 @@ func waitUnsupported(t *testing.T, vpa *unstructured.Unstructured, want string) 
 	})
 }
 
+// createGone creates obj and deletes it when the test ends: a VPA checkpoint written recently,
+// or vpa-webhook-config, left behind would make every later manager of the package find the
+// VPA's own components running.
+func createGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Client.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	})
+}
+
 // settleVPAs waits until the verticalpodautoscaler controller is quiet.
 func settleVPAs(t *testing.T) {
 	t.Helper()
@@ -289,9 +307,7 @@ func TestVerticalPodAutoscalerHistoryCarriesOver(t *testing.T) {
 			"totalSamplesCount": int64(2000),
 		},
 	}}
-	if err := env.Client.Create(context.Background(), checkpoint); err != nil {
-		t.Fatal(err)
-	}
+	createGone(t, checkpoint)
 	newPod(t, ns, "web", "cpu=100m,memory=100Mi")
 	vpa := newVPA(t, ns, "web", map[string]any{
 		"targetRef":    map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
@@ -313,5 +329,66 @@ func TestVerticalPodAutoscalerHistoryCarriesOver(t *testing.T) {
 	// Pods' own 100m would give a tenth of it.
 	if cpu := recs[0].Target[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("1900m")) < 0 {
 		t.Errorf("first cpu target %s, want about 2.3 cores, from the VPA's checkpoint", cpu.String())
+	}
+}
+
+// TestVerticalPodAutoscalerIdleWhileTheVPARuns: a manager that finds the VPA's own admission
+// controller registered (vpa-webhook-config), or its recommender writing checkpoints, leaves its
+// verticalpodautoscaler idle and says why on /readyz, so that the two never size the same
+// Pods; with neither, or with --vpa-detect-components=false, it acts.
+func TestVerticalPodAutoscalerIdleWhileTheVPARuns(t *testing.T) {
+	env.InstallVPACRDs(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "vpa-")
+	role := func(args ...string) string {
+		t.Helper()
+		probes := testenv.FreeAddress(t)
+		m := env.StartManager(t, append([]string{"--health-probe-bind-address=" + probes}, append(vpaUsage, args...)...)...)
+		defer m.Stop()
+		var body string
+		testenv.Eventually(t, timeout, func() error {
+			resp, err := http.Get("http://" + probes + "/readyz/" + verticalscaler.VPAControllerName)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = resp.Body.Close() }()
+			b, err := io.ReadAll(resp.Body)
+			body = string(b)
+			return err
+		})
+		return body
+	}
+
+	webhook := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "vpa-webhook-config"}}
+	createGone(t, webhook)
+	if got := role(); !strings.Contains(got, "idle: the VPA's admission controller is registered") {
+		t.Errorf("with vpa-webhook-config: /readyz/verticalpodautoscaler says %q, want idle, naming the admission controller", got)
+	}
+	if got := role("--vpa-detect-components=false"); strings.Contains(got, "idle") {
+		t.Errorf("with --vpa-detect-components=false: /readyz/verticalpodautoscaler says %q, want it not idle", got)
+	}
+	if err := env.Client.Delete(ctx, webhook); err != nil {
+		t.Fatal(err)
+	}
+
+	checkpoint := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": vpav1.GroupVersion.String(), "kind": vpav1.CheckpointKind,
+		"metadata": map[string]any{"namespace": ns, "name": "recent"},
+		"spec":     map[string]any{"vpaObjectName": "other", "containerName": "app"},
+		"status":   map[string]any{"version": vpav1.CheckpointVersion, "lastUpdateTime": time.Now().UTC().Format(time.RFC3339)},
+	}}
+	createGone(t, checkpoint)
+	if got := role(); !strings.Contains(got, "idle: the VPA's recommender runs") {
+		t.Errorf("with a checkpoint written now: /readyz/verticalpodautoscaler says %q, want idle, naming the recommender", got)
+	}
+	// Written long ago: the VPA's recommender is gone.
+	if err := unstructured.SetNestedField(checkpoint.Object, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), "status", "lastUpdateTime"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Update(ctx, checkpoint); err != nil {
+		t.Fatal(err)
+	}
+	if got := role(); strings.Contains(got, "idle") {
+		t.Errorf("with a checkpoint an hour old: /readyz/verticalpodautoscaler says %q, want it not idle", got)
 	}
 }

@@ -1,0 +1,68 @@
+package verticalscaler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vpav1 "github.com/example/switchboard/apis/vpa/v1"
+)
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get,resourceNames=vpa-webhook-config
+
+// vpaWebhookConfiguration is the MutatingWebhookConfiguration the VPA's admission controller
+// registers itself under, and the VPA's uninstall deletes.
+const vpaWebhookConfiguration = "vpa-webhook-config"
+
+// vpaRecommenderActiveWithin is how recently a VerticalPodAutoscalerCheckpoint must have been
+// written for its recommender to count as running: the VPA's recommender rewrites the
+// checkpoints of its VPAs on every loop (a minute by default), a few at a time.
+const vpaRecommenderActiveWithin = 10 * time.Minute
+
+// vpaComponentsRunning says which of the Vertical Pod Autoscaler's own components seem to run,
+// so that the verticalpodautoscaler controller, which does their work, does not fight them; ""
+// when none does. The admission controller registers vpa-webhook-config; the recommender
+// rewrites its VerticalPodAutoscalerCheckpoints every minute or so. The updater evicts nothing
+// without a live admission controller, so the two tell whether a VPA acts on Pods. namespaces
+// are the manager's (none for all), where checkpoints are listed.
+func vpaComponentsRunning(ctx context.Context, reader client.Reader, namespaces []string, now time.Time) (string, error) {
+	webhook := &metav1.PartialObjectMetadata{}
+	webhook.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"))
+	err := reader.Get(ctx, client.ObjectKey{Name: vpaWebhookConfiguration}, webhook)
+	switch {
+	case err == nil:
+		return fmt.Sprintf("the VPA's admission controller is registered (MutatingWebhookConfiguration %s exists): remove the VPA's components, or delete that leftover, and restart", vpaWebhookConfiguration), nil
+	case !apierrors.IsNotFound(err):
+		return "", fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", vpaWebhookConfiguration, err)
+	}
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(vpav1.GroupVersion.WithKind(vpav1.CheckpointKind + "List"))
+		if err := reader.List(ctx, list, client.InNamespace(ns)); err != nil {
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				// No VPA CRDs: no VPA recommender writes anything.
+				return "", nil
+			}
+			return "", fmt.Errorf("listing VerticalPodAutoscalerCheckpoints: %w", err)
+		}
+		for i := range list.Items {
+			written, _, _ := unstructured.NestedString(list.Items[i].Object, "status", "lastUpdateTime")
+			at, err := time.Parse(time.RFC3339, written)
+			if err == nil && now.Sub(at) < vpaRecommenderActiveWithin {
+				return fmt.Sprintf("the VPA's recommender runs (it wrote VerticalPodAutoscalerCheckpoint %s/%s at %s): remove the VPA's components and restart %s or later",
+					list.Items[i].GetNamespace(), list.Items[i].GetName(), written, at.Add(vpaRecommenderActiveWithin).Format(time.RFC3339)), nil
+			}
+		}
+	}
+	return "", nil
+}
