@@ -5,4 +5,5 @@
 // `make test` runs it. The verticalscaler weighs each CPU sample by the container's request
 // (max(request, 0.1 core)), which the VPA stopped doing in v1.4.0: a trace whose samples carry
 // requests is compared with the VPA's model fed the same weights through its own histogram.
+// Its package tools checks, against a manager, what reads the VPA's objects.
 package vpacompare
