@@ -402,7 +402,7 @@ nodeSelector: {kubernetes.io/os: linux}
 	for _, c := range sel.Controllers {
 		names = append(names, c.Name)
 	}
-	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-rollouts"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"myapp", "verticalscaler", "verticalpodautoscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-rollouts"}, names); diff != "" {
 		t.Errorf("controllers (-want +got):\n%s", diff)
 	}
 	cmw := configMapWatcherOptions(t, sel)
@@ -852,13 +852,25 @@ func TestChartCopiesAreCurrent(t *testing.T) {
 func TestChartKnowsEveryController(t *testing.T) {
 	c := loadChart(t)
 	groups := map[string][]string{}
+	// The rows of a group that are neither its kinds nor named as it have a switch of their own.
+	switches := map[string]string{"verticalpodautoscaler": "verticalPodAutoscalers"}
 	var order []string
 	for _, row := range controllers.Table() {
 		g := row.Group
-		if g == "" {
+		switch {
+		case g == "":
 			g = row.Name
-		} else {
+		case strings.HasPrefix(row.Name, g+"-"):
 			groups[g] = append(groups[g], strings.TrimPrefix(row.Name, g+"-"))
+		case row.Name != g:
+			key, ok := switches[row.Name]
+			if !ok {
+				t.Errorf("the chart has no switch for controller %s of group %s", row.Name, g)
+				continue
+			}
+			if _, ok := c.Values["controllers"].(map[string]any)[g].(map[string]any)[key].(bool); !ok {
+				t.Errorf("controllers.%s.%s: no such boolean in the chart's values, for controller %s", g, key, row.Name)
+			}
 		}
 		if !slices.Contains(order, g) {
 			order = append(order, g)
@@ -927,5 +939,23 @@ func TestLint(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestVerticalPodAutoscalersSwitch: verticalPodAutoscalers: false leaves the
+// verticalpodautoscaler off and the verticalscaler on.
+func TestVerticalPodAutoscalersSwitch(t *testing.T) {
+	for _, tc := range []struct {
+		values string
+		want   []string
+	}{
+		{"", []string{"verticalscaler", "verticalpodautoscaler"}},
+		{"verticalPodAutoscalers: false", []string{"verticalscaler"}},
+	} {
+		d := managerDeployment(t, render(t, "controllers: {myapp: {enabled: false}, configmapwatcher: {enabled: false}, verticalscaler: {"+tc.values+"}}"))
+		_, sel := testenv.ManagerOptions(t, d.Spec.Template.Spec.Containers[0].Args)
+		if diff := cmp.Diff(tc.want, sel.Names()); diff != "" {
+			t.Errorf("values %q: controllers (-want +got):\n%s", tc.values, diff)
+		}
 	}
 }

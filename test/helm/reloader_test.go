@@ -137,7 +137,7 @@ reloader:
   webhookUrl: "https://hooks.example.com/reloader?x=1"
   custom_annotations: {` + strings.Join(custom, ", ") + `}
 `,
-		controllers: []string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-daemonsets", "configmapwatcher-rollouts"},
+		controllers: []string{"myapp", "verticalscaler", "verticalpodautoscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-daemonsets", "configmapwatcher-rollouts"},
 		options: map[string]any{
 			"auto-reload-all": true, "namespaces-to-ignore": []string{"kube-system", "monitoring"}, "namespace-selector": "team:*",
 			"resource-label-selector": "reload=true", "resources-to-ignore": []string{"secrets"}, "reload-on-delete": true,
@@ -149,7 +149,7 @@ reloader:
 	}, {
 		name:        "in some namespaces",
 		values:      "reloader: {watchGlobally: false, namespaces: 'team-b, team-a,team-a,', ignoreConfigMaps: true, isArgoRollouts: false, reloadStrategy: annotations, enableCSIIntegration: true}",
-		controllers: []string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-daemonsets", "configmapwatcher-cronjobs", "configmapwatcher-jobs"},
+		controllers: []string{"myapp", "verticalscaler", "verticalpodautoscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-daemonsets", "configmapwatcher-cronjobs", "configmapwatcher-jobs"},
 		options: map[string]any{
 			"auto-reload-all": false, "namespaces-to-ignore": []string(nil), "namespace-selector": "", "resource-label-selector": "",
 			"resources-to-ignore": []string{"configmaps"}, "reload-on-delete": false, "webhook-url": "", "notify-url": "",
@@ -160,7 +160,7 @@ reloader:
 	}, {
 		name:        "in the release's namespace, as a list",
 		values:      "reloader: {watchGlobally: false, namespaces: [' team-a ']}\nwatchNamespaces: [team-a, switchboard-system]",
-		controllers: []string{"myapp", "verticalscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-daemonsets", "configmapwatcher-cronjobs", "configmapwatcher-jobs", "configmapwatcher-rollouts"},
+		controllers: []string{"myapp", "verticalscaler", "verticalpodautoscaler", "configmapwatcher-deployments", "configmapwatcher-statefulsets", "configmapwatcher-daemonsets", "configmapwatcher-cronjobs", "configmapwatcher-jobs", "configmapwatcher-rollouts"},
 		options: map[string]any{
 			"auto-reload-all": false, "namespaces-to-ignore": []string(nil), "namespace-selector": "", "resource-label-selector": "",
 			"resources-to-ignore": []string(nil), "reload-on-delete": false, "webhook-url": "", "notify-url": "",

@@ -60,11 +60,16 @@ of files/components (its CRDs and generated RBAC) and a controller group of the 
 {{- end }}
 
 {{/*
-The manager's --controllers: the components on, less the configmapwatcher's kinds off. The kinds
-are listed in the controller table's order.
+The manager's --controllers: the components on, less the verticalpodautoscaler when
+verticalPodAutoscalers is false and the configmapwatcher's kinds off. The kinds are listed in the
+controller table's order.
 */}}
 {{- define "switchboard.controllersFlag" -}}
 {{- $selected := include "switchboard.components" . | fromJsonArray }}
+{{- $vs := (include "switchboard.values" . | fromJson).controllers.verticalscaler }}
+{{- if and $vs.enabled (not $vs.verticalPodAutoscalers) }}
+{{- $selected = append $selected "-verticalpodautoscaler" }}
+{{- end }}
 {{- $cmw := (include "switchboard.values" . | fromJson).controllers.configmapwatcher }}
 {{- if $cmw.enabled }}
 {{- $off := list }}
