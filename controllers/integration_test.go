@@ -62,11 +62,12 @@ func TestReadinessCheckPerEnabledController(t *testing.T) {
 		want        []string
 	}{
 		{"*", []string{"configmapwatcher-cronjobs", "configmapwatcher-daemonsets", "configmapwatcher-deployments",
-			"configmapwatcher-jobs", "configmapwatcher-rollouts", "configmapwatcher-statefulsets", "myapp", "verticalscaler"}},
-		{"*,-configmapwatcher", []string{"myapp", "verticalscaler"}},
+			"configmapwatcher-jobs", "configmapwatcher-rollouts", "configmapwatcher-statefulsets", "myapp", "verticalpodautoscaler", "verticalscaler"}},
+		{"*,-configmapwatcher", []string{"myapp", "verticalpodautoscaler", "verticalscaler"}},
 		{"configmapwatcher,-configmapwatcher-cronjobs", []string{"configmapwatcher-daemonsets", "configmapwatcher-deployments",
 			"configmapwatcher-jobs", "configmapwatcher-rollouts", "configmapwatcher-statefulsets"}},
-		{"verticalscaler", []string{"verticalscaler"}},
+		{"verticalscaler", []string{"verticalpodautoscaler", "verticalscaler"}},
+		{"verticalscaler,-verticalpodautoscaler", []string{"verticalscaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
 			addr := testenv.FreeAddress(t)

@@ -111,7 +111,7 @@ func TestCacheScopes(t *testing.T) {
 		{"watched namespaces without the ignored ones", []string{"--controllers=configmapwatcher-deployments", "--watch-namespaces=a,b,noisy", "--namespaces-to-ignore=noisy"},
 			map[string]string{"Deployment": "[a b] "}},
 		{"a kind another controller watches whole is not narrowed", []string{"--controllers=configmapwatcher-deployments,configmapwatcher-jobs,verticalscaler", "--namespaces-to-ignore=noisy"},
-			map[string]string{"Job": "[] metadata.namespace!=noisy", "VerticalScaler": "[] ", "Pod": "[] ", "ReplicaSet": "[] ",
+			map[string]string{"Job": "[] metadata.namespace!=noisy", "VerticalScaler": "[] ", "VerticalPodAutoscaler": "[] ", "Pod": "[] ", "ReplicaSet": "[] ",
 				"StatefulSet": "[] ", "DaemonSet": "[] ", "CronJob": "[] "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,8 +54,6 @@ type VPAReconciler struct {
 	// RecommenderName is the recommender Switchboard answers for (--recommender-name): a
 	// VerticalPodAutoscaler that names another one is left alone.
 	RecommenderName string
-	// Now is the clock of the conditions' transition times; time.Now when nil.
-	Now func() time.Time
 }
 
 // Reconcile makes, keeps or removes the VerticalScaler of a VerticalPodAutoscaler and writes
@@ -73,13 +71,13 @@ func (r *VPAReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	spec, err := readVPASpec(vpa)
-	if err == nil && !meantFor(spec.Recommenders, r.RecommenderName) {
+	if !meantFor(readRecommenders(vpa), r.RecommenderName) {
 		// Another recommender's: nothing of it is Switchboard's, not even its status. A
 		// VerticalScaler made while it was meant for this one would keep sizing it.
-		return reconcile.Result{}, r.removeScaler(ctx, scaler)
+		return reconcile.Result{}, r.removeScaler(ctx, vpa, scaler)
 	}
-	obs := vpaObservation{now: r.now()}
+	obs := vpaObservation{now: time.Now()}
+	spec, err := readVPASpec(vpa)
 	if err != nil {
 		obs.problems = []string{err.Error()}
 	} else {
@@ -93,7 +91,7 @@ func (r *VPAReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		}
 	}
 	if len(obs.problems) > 0 {
-		if err := r.removeScaler(ctx, scaler); err != nil {
+		if err := r.removeScaler(ctx, vpa, scaler); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -101,13 +99,6 @@ func (r *VPAReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, r.writeStatus(ctx, vpa, obs)
-}
-
-func (r *VPAReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // scalerOf is the VerticalScaler of the VerticalPodAutoscaler's name, whoever made it; nil when
@@ -188,8 +179,8 @@ func (r *VPAReconciler) applyScaler(ctx context.Context, vpa *unstructured.Unstr
 
 // removeScaler deletes scaler if the VerticalPodAutoscaler controls it: one made while the
 // VerticalPodAutoscaler could be acted on, which must not keep sizing its target.
-func (r *VPAReconciler) removeScaler(ctx context.Context, scaler *v1alpha1.VerticalScaler) error {
-	if scaler == nil || metav1.GetControllerOf(scaler) == nil || metav1.GetControllerOf(scaler).Kind != vpav1.Kind {
+func (r *VPAReconciler) removeScaler(ctx context.Context, vpa *unstructured.Unstructured, scaler *v1alpha1.VerticalScaler) error {
+	if scaler == nil || !metav1.IsControlledBy(scaler, vpa) {
 		return nil
 	}
 	err := r.Client.Delete(ctx, scaler, client.Preconditions{UID: &scaler.UID})

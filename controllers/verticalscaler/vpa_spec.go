@@ -44,6 +44,22 @@ func readVPASpec(vpa *unstructured.Unstructured) (*vpav1.Spec, error) {
 	return spec, nil
 }
 
+// readRecommenders is the VerticalPodAutoscaler's spec.recommenders, read on their own and
+// leniently: whether the object is Switchboard's to act on (or to report on) must not depend on
+// the rest of its spec. The VPA's CRD validates the field; one that does not convert counts as
+// none.
+func readRecommenders(vpa *unstructured.Unstructured) []*vpav1.RecommenderSelector {
+	raw, _, err := unstructured.NestedSlice(vpa.Object, "spec", "recommenders")
+	if err != nil || raw == nil {
+		return nil
+	}
+	var spec vpav1.Spec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"recommenders": raw}, &spec); err != nil {
+		return nil
+	}
+	return spec.Recommenders
+}
+
 // meantFor says whether a VerticalPodAutoscaler with these recommenders is meant for the
 // recommender called name, as the VPA's recommender decides: one that names none is meant for
 // the default recommender only, and one that names some is meant for each of them.

@@ -105,6 +105,12 @@ func TestReadVPASpecRefusesUnknownFields(t *testing.T) {
 	if _, err := readVPASpec(vpa); err == nil || !strings.Contains(err.Error(), "podLifecycle") {
 		t.Errorf("readVPASpec of a spec with podLifecycle: %v, want an error naming it", err)
 	}
+	// Whose it is does not depend on the rest of the spec: another recommender's object with a
+	// field Switchboard does not know is still another recommender's.
+	vpa.Object["spec"].(map[string]any)["recommenders"] = []any{map[string]any{"name": "custom"}}
+	if got := readRecommenders(vpa); len(got) != 1 || got[0].Name != "custom" || meantFor(got, vpav1.DefaultRecommenderName) {
+		t.Errorf("readRecommenders of a spec with podLifecycle = %v, want custom's", got)
+	}
 	unstructured.RemoveNestedField(vpa.Object, "spec", "podLifecycle")
 	if _, err := readVPASpec(vpa); err != nil {
 		t.Errorf("readVPASpec: %v", err)
