@@ -128,9 +128,9 @@ func badInputPhase(b *testing.B, extra extraObjects, n, ops int) phaseResult {
 	var objects []*testenv.Malformed
 	switch extra {
 	case withMalformed:
-		objects = testenv.MalformedObjects(ns, n, "reader-0")
+		objects = testenv.MalformedObjects(ns, n)
 	case withTwins:
-		objects = testenv.WellFormedTwins(ns, n, "reader-0")
+		objects = testenv.WellFormedTwins(ns, n)
 		if err := testenv.CreateTwinSources(ctx, c, ns); err != nil {
 			b.Fatal(err)
 		}

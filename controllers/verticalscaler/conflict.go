@@ -63,11 +63,17 @@ func controllerKindOf(vs *v1alpha1.VerticalScaler) string {
 }
 
 // VerticalScalersInConflict is the map function of the VerticalScalers' watch of themselves: a
-// VerticalScaler maps to the others of its namespace that were refused for a conflict, which
-// its deletion or its change of target may end, through the cache (an in-memory list of the
-// namespace's VerticalScalers, usually a few).
+// VerticalScaler maps to the others of its namespace refused for a conflict (TargetConflict)
+// whose refusal it may change: those that name the workload it names now (the one that sizes it
+// may be another now), and those that no older VerticalScaler names the workload of any longer
+// (it went, or names another workload). Through the cache: an in-memory list of the namespace's
+// VerticalScalers, usually a few.
 func VerticalScalersInConflict(reader client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		changed, ok := obj.(*v1alpha1.VerticalScaler)
+		if !ok {
+			return nil
+		}
 		var list v1alpha1.VerticalScalerList
 		if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing VerticalScalers of a VerticalScaler's namespace failed")
@@ -76,11 +82,25 @@ func VerticalScalersInConflict(reader client.Reader) handler.MapFunc {
 		var requests []reconcile.Request
 		for i := range list.Items {
 			vs := &list.Items[i]
-			if found := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionTargetFound); vs.UID != obj.GetUID() &&
-				found != nil && found.Reason == v1alpha1.ReasonTargetConflict {
+			found := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionTargetFound)
+			if vs.UID == changed.UID || found == nil || found.Reason != v1alpha1.ReasonTargetConflict {
+				continue
+			}
+			if vs.Spec.Target().Key() == changed.Spec.Target().Key() || !namedByAnOlder(vs, list.Items) {
 				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(vs)})
 			}
 		}
 		return requests
 	}
+}
+
+// namedByAnOlder says whether a VerticalScaler of scalers older than vs names vs's target.
+func namedByAnOlder(vs *v1alpha1.VerticalScaler, scalers []v1alpha1.VerticalScaler) bool {
+	key := vs.Spec.Target().Key()
+	for i := range scalers {
+		if other := &scalers[i]; other.UID != vs.UID && other.Spec.Target().Key() == key && older(other, vs) {
+			return true
+		}
+	}
+	return false
 }

@@ -551,4 +551,14 @@ func TestOneVerticalScalerPerWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, second, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
+
+	// A third waits for the second, which then names another workload: the third takes over.
+	time.Sleep(time.Second)
+	third := newScaler(t, ns, "third", "web", v1alpha1.UpdateModeOff)
+	waitCondition(t, third, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetConflict)
+	second.Spec.DeploymentName = "api"
+	if err := env.Client.Update(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, third, v1alpha1.ConditionTargetFound, metav1.ConditionTrue, v1alpha1.ReasonTargetFound)
 }

@@ -16,8 +16,10 @@ import (
 // Malformed is one object of the bad-input tests, malformed or its well-formed twin: what it
 // is, what must say what is wrong with it, and how often it changed.
 type Malformed struct {
-	// Object is the malformed object; Blocker, when set, is created before it (the Deployment
-	// that takes a MyApp's name).
+	// Object is the malformed object; Blocker, when set, is created before it: the Deployment
+	// that takes a MyApp's name, or the one a VerticalScaler sizes (each its own: a workload
+	// named by several VerticalScalers is sized by the oldest only, and the others are refused
+	// for that).
 	Object, Blocker client.Object
 	// Kind is Object's kind.
 	Kind string
@@ -33,9 +35,8 @@ type Malformed struct {
 // MalformedObjects returns n malformed objects of ns, a quarter of each kind: a Deployment whose
 // reload annotation cannot be read, one whose ConfigMap is missing, a MyApp whose Deployment's
 // name is taken by a Deployment it does not control, and a VerticalScaler whose policy names a
-// container that the Deployment deployment (which must exist) does not have. Their Deployments
-// run no replicas.
-func MalformedObjects(ns string, n int, deployment string) []*Malformed {
+// container that its Deployment, of its name, does not have. Their Deployments run no replicas.
+func MalformedObjects(ns string, n int) []*Malformed {
 	var out []*Malformed
 	for i := range n / 4 {
 		meta := func(name string) metav1.ObjectMeta {
@@ -50,21 +51,22 @@ func MalformedObjects(ns string, n int, deployment string) []*Malformed {
 			&Malformed{Object: app, Blocker: idleDeployment(meta("taken"), nil, ""),
 				Kind: "MyApp", Reason: v1alpha1.ReasonDeploymentConflict, Controller: "myapp", Group: "myapp"},
 			&Malformed{Object: &v1alpha1.VerticalScaler{ObjectMeta: meta("ghost-container"), Spec: v1alpha1.VerticalScalerSpec{
-				DeploymentName: deployment, UpdateMode: v1alpha1.UpdateModeOff,
+				DeploymentName: meta("ghost-container").Name, UpdateMode: v1alpha1.UpdateModeOff,
 				ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "ghost"}}}},
-				Kind: "VerticalScaler", Reason: v1alpha1.ReasonContainerNotFound, Controller: "verticalscaler", Group: "verticalscaler"},
+				Blocker: idleDeployment(meta("ghost-container"), nil, ""),
+				Kind:    "VerticalScaler", Reason: v1alpha1.ReasonContainerNotFound, Controller: "verticalscaler", Group: "verticalscaler"},
 		)
 	}
 	return out
 }
 
-// WellFormedTwins returns the well-formed twins of MalformedObjects(ns, n, deployment), of the
-// same kinds and names, changed the same way by Change: a Deployment with a readable reload
-// annotation, one whose ConfigMap exists (CreateSources creates them), a MyApp whose name is
-// free, a VerticalScaler whose policy names the Deployment's container "app". A run with them
+// WellFormedTwins returns the well-formed twins of MalformedObjects(ns, n), of the same kinds
+// and names, changed the same way by Change: a Deployment with a readable reload annotation, one
+// whose ConfigMap exists (CreateSources creates them), a MyApp whose name is free, a
+// VerticalScaler whose policy names its Deployment's container "app". A run with them
 // against a run with the malformed objects tells what being malformed costs, the work of the
 // same number of objects and changes being the same.
-func WellFormedTwins(ns string, n int, deployment string) []*Malformed {
+func WellFormedTwins(ns string, n int) []*Malformed {
 	var out []*Malformed
 	for i := range n / 4 {
 		meta := func(name string) metav1.ObjectMeta {
@@ -78,9 +80,10 @@ func WellFormedTwins(ns string, n int, deployment string) []*Malformed {
 			&Malformed{Object: &v1alpha1.MyApp{ObjectMeta: meta("taken"), Spec: v1alpha1.MyAppSpec{Image: "nginx:1.27", Replicas: 1, Port: 8080}},
 				Kind: "MyApp", Controller: "myapp", Group: "myapp"},
 			&Malformed{Object: &v1alpha1.VerticalScaler{ObjectMeta: meta("ghost-container"), Spec: v1alpha1.VerticalScalerSpec{
-				DeploymentName: deployment, UpdateMode: v1alpha1.UpdateModeOff,
+				DeploymentName: meta("ghost-container").Name, UpdateMode: v1alpha1.UpdateModeOff,
 				ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "app"}}}},
-				Kind: "VerticalScaler", Controller: "verticalscaler", Group: "verticalscaler"},
+				Blocker: idleDeployment(meta("ghost-container"), nil, ""),
+				Kind:    "VerticalScaler", Controller: "verticalscaler", Group: "verticalscaler"},
 		)
 	}
 	return out
@@ -117,11 +120,11 @@ func idleDeployment(meta metav1.ObjectMeta, annotations map[string]string, confi
 	}}
 }
 
-// Create creates the object, after its blocker (a malformed MyApp's).
+// Create creates the object, after its blocker (a MyApp's or a VerticalScaler's Deployment).
 func (m *Malformed) Create(ctx context.Context, c client.Client) error {
 	if m.Blocker != nil {
 		if err := c.Create(ctx, m.Blocker); err != nil {
-			return fmt.Errorf("creating the Deployment that takes the name of %s: %w", m.Object.GetName(), err)
+			return fmt.Errorf("creating the Deployment of %s %s: %w", m.Kind, m.Object.GetName(), err)
 		}
 	}
 	if err := c.Create(ctx, m.Object); err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/example/switchboard/controllers"
 	"github.com/example/switchboard/internal/faultproxy"
 	"github.com/example/switchboard/internal/testenv"
-	"github.com/example/switchboard/test/reliability/churn"
 )
 
 // badInput is the malformed objects mixed into the churn (testenv.MalformedObjects).
@@ -26,7 +25,7 @@ type badInput struct {
 }
 
 func newBadInput(c client.Client, ns string, n int) *badInput {
-	return &badInput{c: c, ns: ns, objects: testenv.MalformedObjects(ns, n, churn.ReaderName(0))}
+	return &badInput{c: c, ns: ns, objects: testenv.MalformedObjects(ns, n)}
 }
 
 // create creates the malformed objects.
