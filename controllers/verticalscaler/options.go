@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -58,9 +59,10 @@ type Options struct {
 	// run.
 	DetectVPAComponents bool
 
-	// vpaComponents says why the verticalpodautoscaler controller stays idle: the VPA's own
-	// components run, or whether they do cannot be told; "" when it may act. Set by Prepare.
-	vpaComponents string
+	// vpaComponents says, the first time it is called, why the verticalpodautoscaler controller
+	// stays idle: the VPA's own components run, or whether they do cannot be told; "" when it
+	// may act. Set by Prepare; nil with --vpa-detect-components=false.
+	vpaComponents func() string
 }
 
 // The defaults of the guards of changes to running Pods. Those of the rate limit and of the
@@ -164,27 +166,33 @@ func (o *Options) UpdateLimits() UpdateLimits {
 	return limits
 }
 
-// Prepare looks, once at start, for the Vertical Pod Autoscaler's own components
-// (vpaComponentsRunning), unless --vpa-detect-components=false: the verticalpodautoscaler
-// controller stays idle while they run, or while whether they do cannot be told.
+// Prepare readies the look for the Vertical Pod Autoscaler's own components
+// (vpaComponentsRunning), unless --vpa-detect-components=false. The look itself waits for the
+// verticalpodautoscaler's Idle check, which the manager makes right after, in the same start and
+// only when that controller is selected: a manager that runs the verticalscaler alone reads
+// nothing of the VPA's.
 func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, namespaces []string) (manager.Runnable, error) {
 	if !o.DetectVPAComponents {
 		return nil, nil
 	}
-	reader, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("creating a client: %w", err)
-	}
-	running, err := vpaComponentsRunning(ctx, reader, namespaces, time.Now())
-	if err != nil {
-		running = fmt.Sprintf("whether the VPA's own components run cannot be told (%v); --vpa-detect-components=false skips the look", err)
-	}
-	o.vpaComponents = running
+	o.vpaComponents = sync.OnceValue(func() string {
+		reader, err := client.New(cfg, client.Options{})
+		if err == nil {
+			var running string
+			if running, err = vpaComponentsRunning(ctx, reader, namespaces, time.Now()); err == nil {
+				return running
+			}
+		}
+		return fmt.Sprintf("whether the VPA's own components run cannot be told (%v); --vpa-detect-components=false skips the look", err)
+	})
 	return nil, nil
 }
 
-// VPAComponentsRunning says why the verticalpodautoscaler controller stays idle, as Prepare
-// found: the Vertical Pod Autoscaler's own components run; "" when it may act.
+// VPAComponentsRunning is the verticalpodautoscaler's Idle check: why it stays idle because
+// the Vertical Pod Autoscaler's own components run; "" when it may act.
 func (o *Options) VPAComponentsRunning(_ []string) string {
-	return o.vpaComponents
+	if o.vpaComponents == nil {
+		return ""
+	}
+	return o.vpaComponents()
 }
