@@ -24,14 +24,21 @@ func (r *Reconciler) olderScalerOf(ctx context.Context, vs *v1alpha1.VerticalSca
 		client.MatchingFields{indexers.VerticalScalerTargetField: vs.Spec.Target().Key()}); err != nil {
 		return nil, fmt.Errorf("listing the VerticalScalers of %s: %w", vs.Spec.Target().Key(), err)
 	}
+	return oldestBefore(vs, list.Items), nil
+}
+
+// oldestBefore returns, of scalers, the oldest that names vs's target and is older than vs;
+// nil when none is.
+func oldestBefore(vs *v1alpha1.VerticalScaler, scalers []v1alpha1.VerticalScaler) *v1alpha1.VerticalScaler {
+	key := vs.Spec.Target().Key()
 	var oldest *v1alpha1.VerticalScaler
-	for i := range list.Items {
-		other := &list.Items[i]
-		if other.UID != vs.UID && older(other, vs) && (oldest == nil || older(other, oldest)) {
+	for i := range scalers {
+		other := &scalers[i]
+		if other.UID != vs.UID && other.Spec.Target().Key() == key && older(other, vs) && (oldest == nil || older(other, oldest)) {
 			oldest = other
 		}
 	}
-	return oldest, nil
+	return oldest
 }
 
 // older says whether a was created before b, or at the same second with a smaller name.
@@ -79,6 +86,7 @@ func VerticalScalersInConflict(reader client.Reader) handler.MapFunc {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing VerticalScalers of a VerticalScaler's namespace failed")
 			return nil
 		}
+		target := changed.Spec.Target().Key()
 		var requests []reconcile.Request
 		for i := range list.Items {
 			vs := &list.Items[i]
@@ -86,21 +94,10 @@ func VerticalScalersInConflict(reader client.Reader) handler.MapFunc {
 			if vs.UID == changed.UID || found == nil || found.Reason != v1alpha1.ReasonTargetConflict {
 				continue
 			}
-			if vs.Spec.Target().Key() == changed.Spec.Target().Key() || !namedByAnOlder(vs, list.Items) {
+			if vs.Spec.Target().Key() == target || oldestBefore(vs, list.Items) == nil {
 				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(vs)})
 			}
 		}
 		return requests
 	}
-}
-
-// namedByAnOlder says whether a VerticalScaler of scalers older than vs names vs's target.
-func namedByAnOlder(vs *v1alpha1.VerticalScaler, scalers []v1alpha1.VerticalScaler) bool {
-	key := vs.Spec.Target().Key()
-	for i := range scalers {
-		if other := &scalers[i]; other.UID != vs.UID && other.Spec.Target().Key() == key && older(other, vs) {
-			return true
-		}
-	}
-	return false
 }

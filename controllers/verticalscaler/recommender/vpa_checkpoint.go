@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	vpav1 "github.com/example/switchboard/apis/vpa/v1"
@@ -29,8 +26,8 @@ func FromVPACheckpoint(name string, status *vpav1.CheckpointStatus) (v1alpha1.Co
 	if err != nil {
 		return v1alpha1.ContainerCheckpoint{}, fmt.Errorf("container %s: memoryHistogram: %w", name, err)
 	}
-	return v1alpha1.ContainerCheckpoint{Name: name, Samples: status.TotalSamplesCount, FirstSampleTime: microTimeOf(status.FirstSampleStart),
-		LastSampleTime: microTimeOf(status.LastSampleStart), CPU: cpu, Memory: memory}, nil
+	return v1alpha1.ContainerCheckpoint{Name: name, Samples: status.TotalSamplesCount, FirstSampleTime: microTime(fromTime(status.FirstSampleStart)),
+		LastSampleTime: microTime(fromTime(status.LastSampleStart)), CPU: cpu, Memory: memory}, nil
 }
 
 // fromVPAHistogram is a VPA histogram checkpoint in Switchboard's compact form: the weights by
@@ -64,12 +61,4 @@ func fromVPAHistogram(in vpav1.HistogramCheckpoint) (v1alpha1.HistogramCheckpoin
 		out.Weights[bucket-first] = w
 	}
 	return out, nil
-}
-
-// microTimeOf is t as a MicroTime; nil for nil or the zero time.
-func microTimeOf(t *metav1.Time) *metav1.MicroTime {
-	if t == nil || t.IsZero() {
-		return nil
-	}
-	return new(metav1.NewMicroTime(t.Truncate(time.Microsecond)))
 }
