@@ -30,6 +30,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/example/switchboard/internal/suitereport"
 )
 
 func main() {
@@ -56,11 +58,11 @@ func dispatch(args []string) error {
 		if len(args) != 3 {
 			return errors.New("usage: reloadersuite compare BASELINE.json RESULTS.json")
 		}
-		results, err := readResults(args[2])
+		results, err := suitereport.Read(args[2])
 		if err != nil {
 			return err
 		}
-		return compareWith(args[1], results)
+		return suitereport.CompareWith(args[1], results)
 	}
 	return fmt.Errorf("unknown command %q: run or compare", args[0])
 }

@@ -104,53 +104,6 @@ func TestProcessOf(t *testing.T) {
 	}
 }
 
-func TestReadReport(t *testing.T) {
-	report := `[{"SuiteDescription":"Core","SpecReports":[
-	 {"ContainerHierarchyTexts":["Reload","ConfigMap"],"LeafNodeType":"It","LeafNodeText":"Deployment","State":"passed","RunTime":2500000000},
-	 {"ContainerHierarchyTexts":["Reload"],"LeafNodeType":"It","LeafNodeText":"Rollout","State":"skipped"},
-	 {"ContainerHierarchyTexts":["Reload"],"LeafNodeType":"It","LeafNodeText":"DaemonSet","State":"failed","Failure":{"Message":"timed out\nmore","Location":{"FileName":"w.go","LineNumber":7}}},
-	 {"LeafNodeType":"SynchronizedBeforeSuite","State":"passed"},
-	 {"LeafNodeType":"SynchronizedAfterSuite","State":"failed","Failure":{"Message":"cleanup"}}
-	]}]`
-	got, err := readReport("core", []byte(report))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []specResult{
-		{Suite: "core", Spec: "Reload ConfigMap Deployment", State: "passed", Seconds: 2.5},
-		{Suite: "core", Spec: "Reload Rollout", State: "skipped"},
-		{Suite: "core", Spec: "Reload DaemonSet", State: "failed", Failure: "timed out ... (w.go:7)"},
-		{Suite: "core", Spec: "[SynchronizedAfterSuite]", State: "failed", Failure: "cleanup (:0)"},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("readReport (-want +got):\n%s", diff)
-	}
-}
-
-func TestRegressions(t *testing.T) {
-	baseline := []specResult{
-		{Suite: "core", Spec: "a", State: "passed"},
-		{Suite: "core", Spec: "b", State: "passed"},
-		{Suite: "core", Spec: "c", State: "failed"},
-		{Suite: "flags", Spec: "d", State: "passed"},
-		{Suite: "flags", Spec: "e", State: "passed"},
-	}
-	subject := []specResult{
-		{Suite: "core", Spec: "a", State: "passed"},
-		{Suite: "core", Spec: "b", State: "failed"},
-		{Suite: "core", Spec: "c", State: "failed"},
-		{Suite: "flags", Spec: "e", State: "skipped"},
-	}
-	want := []specResult{
-		{Suite: "core", Spec: "b", State: "failed"},
-		{Suite: "flags", Spec: "d", State: "absent"},
-		{Suite: "flags", Spec: "e", State: "skipped"},
-	}
-	if diff := cmp.Diff(want, regressions(baseline, subject)); diff != "" {
-		t.Errorf("regressions (-want +got):\n%s", diff)
-	}
-}
-
 func TestCRDDir(t *testing.T) {
 	dir := t.TempDir()
 	rollouts := filepath.Join(dir, "argo-rollouts", "rollout-crd.yaml")

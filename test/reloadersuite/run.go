@@ -20,6 +20,7 @@ import (
 
 	"github.com/example/switchboard/internal/localcluster"
 	"github.com/example/switchboard/internal/manifests"
+	"github.com/example/switchboard/internal/suitereport"
 )
 
 // runConfig is what `reloadersuite run` is told.
@@ -221,7 +222,7 @@ func run(args []string) error {
 		// The image the suite names in its helm command; nothing pulls it.
 		"RELOADER_IMAGE=ghcr.io/stakater/reloader:suite",
 	)
-	var results []specResult
+	var results []suitereport.Result
 	for _, suite := range cfg.suites {
 		r, err := runSuite(ctx, cfg, suite, buildDir, resultsDir, env)
 		if err != nil {
@@ -229,16 +230,16 @@ func run(args []string) error {
 		}
 		results = append(results, r...)
 	}
-	if err := writeResults(filepath.Join(resultsDir, "results.json"), results); err != nil {
+	if err := suitereport.Write(filepath.Join(resultsDir, "results.json"), results); err != nil {
 		return err
 	}
-	if err := printResults(os.Stdout, cfg.subject, results); err != nil {
+	if err := suitereport.Print(os.Stdout, cfg.subject, results); err != nil {
 		return err
 	}
 	fmt.Printf("\nResults: %s; logs of the suites and of each controller run: %s, %s\n",
 		filepath.Join(resultsDir, "results.json"), resultsDir, filepath.Join(stateDir, "logs"))
 	if cfg.baseline != "" {
-		return compareWith(cfg.baseline, results)
+		return suitereport.CompareWith(cfg.baseline, results)
 	}
 	return nil
 }
@@ -331,7 +332,7 @@ func goCmd(ctx context.Context, dir string, args ...string) error {
 
 // runSuite runs one suite's binary in its directory of the checkout, as `go test` would, and
 // reads its report. A suite that fails still has its report read.
-func runSuite(ctx context.Context, cfg runConfig, suite, buildDir, resultsDir string, env []string) ([]specResult, error) {
+func runSuite(ctx context.Context, cfg runConfig, suite, buildDir, resultsDir string, env []string) ([]suitereport.Result, error) {
 	report := filepath.Join(resultsDir, suite+".json")
 	_ = os.Remove(report)
 	args := []string{"-test.v", "-test.timeout=3h", "-ginkgo.v", "-ginkgo.json-report=" + report}
@@ -359,25 +360,7 @@ func runSuite(ctx context.Context, cfg runConfig, suite, buildDir, resultsDir st
 	if err != nil {
 		return nil, fmt.Errorf("the %s suite wrote no report (%v); see %s", suite, runErr, logPath)
 	}
-	return readReport(suite, data)
-}
-
-// compareWith prints the specs the baseline passed and results did not, and fails when there
-// is one.
-func compareWith(baselinePath string, results []specResult) error {
-	baseline, err := readResults(baselinePath)
-	if err != nil {
-		return err
-	}
-	missed := regressions(baseline, results)
-	fmt.Printf("\nSpecs the baseline (%s) passed and this run did not: %d\n", baselinePath, len(missed))
-	for _, r := range missed {
-		fmt.Printf("  %s\t%s\t%s\t%s\n", r.State, r.Suite, r.Spec, r.Failure)
-	}
-	if len(missed) > 0 {
-		return fmt.Errorf("%d specs the baseline passed did not pass", len(missed))
-	}
-	return nil
+	return suitereport.ReadGinkgoReport(suite, data)
 }
 
 // jobPodsCompleteStage is the kwok Stage that completes a Job's Pods as soon as they run. The

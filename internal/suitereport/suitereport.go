@@ -1,4 +1,7 @@
-package main
+// Package suitereport reads the JSON reports of the Ginkgo suites that compatibility runs take
+// from other projects (Reloader's and the VPA's end-to-end suites), prints their per-spec
+// outcome, and compares a run with a baseline run.
+package suitereport
 
 import (
 	"cmp"
@@ -30,8 +33,8 @@ type ginkgoReport struct {
 	} `json:"SpecReports"`
 }
 
-// specResult is one spec's outcome.
-type specResult struct {
+// Result is one spec's outcome.
+type Result struct {
 	Suite string `json:"suite"`
 	Spec  string `json:"spec"`
 	// State is Ginkgo's: passed, failed, skipped, pending, panicked, timedout, interrupted,
@@ -43,17 +46,17 @@ type specResult struct {
 }
 
 // key identifies a spec across runs.
-func (r specResult) key() string { return r.Suite + " " + r.Spec }
+func (r Result) key() string { return r.Suite + " " + r.Spec }
 
-// readReport reads a Ginkgo JSON report of suite: the specs (It nodes), and the suite's own
+// ReadGinkgoReport reads a Ginkgo JSON report of suite: the specs (It nodes), and the suite's own
 // nodes (BeforeSuite, AfterSuite, ...) only when they did not pass, since a failed setup
 // fails every spec.
-func readReport(suite string, data []byte) ([]specResult, error) {
+func ReadGinkgoReport(suite string, data []byte) ([]Result, error) {
 	var reports []ginkgoReport
 	if err := json.Unmarshal(data, &reports); err != nil {
 		return nil, fmt.Errorf("reading the %s suite's report: %w", suite, err)
 	}
-	var out []specResult
+	var out []Result
 	for _, report := range reports {
 		for _, spec := range report.SpecReports {
 			if spec.LeafNodeType != "It" && spec.State == "passed" {
@@ -63,7 +66,7 @@ func readReport(suite string, data []byte) ([]specResult, error) {
 			if spec.LeafNodeType != "It" {
 				name = "[" + spec.LeafNodeType + "] " + name
 			}
-			r := specResult{Suite: suite, Spec: strings.TrimSpace(name), State: spec.State, Seconds: float64(spec.RunTime) / 1e9}
+			r := Result{Suite: suite, Spec: strings.TrimSpace(name), State: spec.State, Seconds: float64(spec.RunTime) / 1e9}
 			if spec.State != "passed" && spec.State != "skipped" && spec.State != "pending" {
 				r.Failure = fmt.Sprintf("%s (%s:%d)", firstLine(spec.Failure.Message), spec.Failure.Location.FileName, spec.Failure.Location.LineNumber)
 			}
@@ -84,7 +87,7 @@ func firstLine(s string) string {
 // counts are a suite's totals.
 type counts struct{ passed, failed, skipped int }
 
-func tally(results []specResult) map[string]*counts {
+func tally(results []Result) map[string]*counts {
 	out := map[string]*counts{}
 	for _, r := range results {
 		c := out[r.Suite]
@@ -104,9 +107,9 @@ func tally(results []specResult) map[string]*counts {
 	return out
 }
 
-// printResults writes one line per spec (PASS, FAIL or SKIP, the suite, the spec, the failure)
+// Print writes one line per spec (PASS, FAIL or SKIP, the suite, the spec, the failure)
 // and the totals per suite.
-func printResults(w io.Writer, subject string, results []specResult) error {
+func Print(w io.Writer, subject string, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, r := range results {
 		state := map[string]string{"passed": "PASS", "skipped": "SKIP", "pending": "SKIP"}[r.State]
@@ -133,30 +136,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// regressions are the specs baseline passed and subject did not (failed, skipped or absent).
-func regressions(baseline, subject []specResult) []specResult {
-	byKey := map[string]specResult{}
+// Regressions are the specs baseline passed and subject did not (failed, skipped or absent).
+func Regressions(baseline, subject []Result) []Result {
+	byKey := map[string]Result{}
 	for _, r := range subject {
 		byKey[r.key()] = r
 	}
-	var out []specResult
+	var out []Result
 	for _, b := range baseline {
 		if b.State != "passed" {
 			continue
 		}
 		s, ok := byKey[b.key()]
 		if !ok {
-			s = specResult{Suite: b.Suite, Spec: b.Spec, State: "absent"}
+			s = Result{Suite: b.Suite, Spec: b.Spec, State: "absent"}
 		}
 		if s.State != "passed" {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b specResult) int { return cmp.Compare(a.key(), b.key()) })
+	slices.SortFunc(out, func(a, b Result) int { return cmp.Compare(a.key(), b.key()) })
 	return out
 }
 
-func writeResults(path string, results []specResult) error {
+// Write writes results to path as JSON, which Read reads back.
+func Write(path string, results []Result) error {
 	data, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		return err
@@ -164,14 +168,33 @@ func writeResults(path string, results []specResult) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
-func readResults(path string) ([]specResult, error) {
+// Read reads the results Write wrote to path.
+func Read(path string) ([]Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []specResult
+	var out []Result
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// CompareWith prints the specs the baseline passed and results did not, and fails when there
+// is one.
+func CompareWith(baselinePath string, results []Result) error {
+	baseline, err := Read(baselinePath)
+	if err != nil {
+		return err
+	}
+	missed := Regressions(baseline, results)
+	fmt.Printf("\nSpecs the baseline (%s) passed and this run did not: %d\n", baselinePath, len(missed))
+	for _, r := range missed {
+		fmt.Printf("  %s\t%s\t%s\t%s\n", r.State, r.Suite, r.Spec, r.Failure)
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("%d specs the baseline passed did not pass", len(missed))
+	}
+	return nil
 }
