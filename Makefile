@@ -160,7 +160,7 @@ vet: ## Run go vet.
 # same version, so that the Go build cache compiles it once: `make test` on an empty cache
 # compiles client-go and the rest of Kubernetes's libraries once for kube-apiserver, and reuses
 # them everywhere but in test/vpacompare and test/monitoring, whose dependencies need newer ones.
-TEST_MODULES ?= test/vpacompare hack/release test/helm test/reliability test/monitoring test/reloadersuite
+TEST_MODULES ?= test/vpacompare hack/release test/helm test/reliability test/monitoring test/reloadersuite test/vpasuite
 
 # The envtest suites mostly wait on the API server and on their managers (the configmapwatcher's
 # used about half a core of 2), so the subtests that may run in parallel (one per workload
@@ -195,7 +195,7 @@ test-modules:
 CONTROLLER_PKGS = $(filter-out internal,$(notdir $(patsubst %/,%,$(wildcard controllers/*/))))
 
 # Go modules of their own that `make lint` checks too, with the same configuration.
-LINT_MODULES ?= hack/release test/helm test/reliability test/monitoring test/reloadersuite
+LINT_MODULES ?= hack/release test/helm test/reliability test/monitoring test/reloadersuite test/vpasuite
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml): vet, staticcheck, revive, ..., and who may import whom.
@@ -342,6 +342,34 @@ test-reloader: build $(LOCALCLUSTER_BINS) ## Run Reloader's own e2e suite (RELOA
 		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' --crds=$(RELOADER_CRDS) --argo-rollouts=$(RELOADER_ARGO_ROLLOUTS) --secrets-store-csi=$(RELOADER_SECRETS_STORE_CSI) \
 		$(foreach a,$(RELOADER_MANAGER_ARGS),--manager-args=$(a)) \
 		--out=$(RELOADER_OUT) --manager=$(MANAGER) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
+		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER)
+
+# The Vertical Pod Autoscaler's own end-to-end suite (the v1 specs of test/e2e in the
+# vertical-pod-autoscaler directory of a kubernetes/autoscaler checkout, vertical-pod-autoscaler-1.7.0
+# or later) against the verticalscaler and verticalpodautoscaler controllers, on the local
+# cluster of `make run` (test/vpasuite: the manager runs beside the cluster, started afresh for
+# each suite with the VPA components that suite deploys). Not in CI: the suite builds only from a
+# fetched checkout (docs/migrating/from-vpa.md says how, and the result table).
+VPA_DIR ?=
+VPA_SUITES ?= recommender,updater,admission-controller,actuation
+VPA_FOCUS ?=
+VPA_NODES ?= 4
+# go.mod replaces for versions the checkout's test/go.mod pins and the module proxy does not
+# serve (space-separated old=new); applied to a copy, never to the checkout.
+VPA_REPLACES ?= go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful@v0.68.0=go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful@v0.67.0
+# results.json of an earlier run to compare with.
+VPA_BASELINE ?=
+VPA_OUT ?= $(LOCALBIN)/vpasuite
+# Flags appended to the manager's, for looking into a run: VPA_MANAGER_ARGS='--zap-log-level=debug'.
+VPA_MANAGER_ARGS ?=
+
+.PHONY: test-vpa
+test-vpa: build $(LOCALCLUSTER_BINS) ## Run the VPA's own e2e suite (VPA_DIR=checkout/vertical-pod-autoscaler) against the verticalscaler; per-spec results in VPA_OUT.
+	@[ -n "$(VPA_DIR)" ] || { echo "VPA_DIR=<the vertical-pod-autoscaler directory of a checkout of github.com/kubernetes/autoscaler> is required"; exit 2; }
+	cd test/vpasuite && go build -o $(LOCALBIN)/vpasuite .
+	$(LOCALBIN)/vpasuite run --vpa-dir=$(VPA_DIR) --suites=$(VPA_SUITES) --focus='$(VPA_FOCUS)' --nodes=$(VPA_NODES) --baseline=$(VPA_BASELINE) \
+		$(foreach r,$(VPA_REPLACES),--replace=$(r)) $(foreach a,$(VPA_MANAGER_ARGS),--manager-args=$(a)) \
+		--out=$(VPA_OUT) --manager=$(MANAGER) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
 		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER)
 
 ##@ Reliability

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/example/switchboard/internal/localcluster"
+	"github.com/example/switchboard/internal/suitereport"
+	"github.com/example/switchboard/internal/testenv"
+)
+
+// runConfig is what `vpasuite run` is told.
+type runConfig struct {
+	vpaDir      string
+	suites      []string
+	out         string
+	manager     string
+	crds        string
+	focus       string
+	skip        string
+	nodes       int
+	replaces    []string
+	managerArgs []string
+	baseline    string
+	cluster     localcluster.Config
+}
+
+// knownSuites are the VPA's e2e suites, as its hack/run-e2e-tests.sh names them.
+var knownSuites = []string{"recommender", "updater", "admission-controller", "actuation", "full-vpa"}
+
+// skipByDefault is what the VPA's hack/run-e2e-tests.sh skips unless its feature gates are on.
+const skipByDefault = `\[Feature:OffByDefault\]`
+
+func parseRunFlags(args []string) (runConfig, error) {
+	var cfg runConfig
+	var suites string
+	fs := flag.NewFlagSet("vpasuite run", flag.ContinueOnError)
+	fs.StringVar(&cfg.vpaDir, "vpa-dir", "", "the vertical-pod-autoscaler directory of a kubernetes/autoscaler checkout (vertical-pod-autoscaler-1.7.0 or later: test/e2e) whose v1 specs run (required)")
+	fs.StringVar(&suites, "suites", "recommender,updater,admission-controller,actuation", "comma-separated suites of "+strings.Join(knownSuites, ", ")+" (full-vpa drives real CPU and memory load, which kwok's Pods do not have)")
+	fs.StringVar(&cfg.out, "out", filepath.Join("bin", "vpasuite"), "directory for the builds, the cluster, the logs and the results")
+	fs.StringVar(&cfg.manager, "manager", filepath.Join("bin", "manager"), "Switchboard's manager binary")
+	fs.StringVar(&cfg.crds, "crds", filepath.Join("config", "crd", "bases"), "Switchboard's CustomResourceDefinitions, installed with the VPA's (the checkout's deploy/vpa-v1-crd-gen.yaml)")
+	fs.StringVar(&cfg.focus, "focus", "", "Ginkgo's --focus, within each suite")
+	fs.StringVar(&cfg.skip, "skip", skipByDefault, "Ginkgo's --skip; the default is the VPA's own (its specs behind feature gates that are off by default)")
+	fs.IntVar(&cfg.nodes, "nodes", 4, "Ginkgo's --nodes: specs run in parallel processes, as the VPA's NUMPROC (its [Serial] specs run alone at the end)")
+	fs.Func("replace", "a go.mod replace (old=new, as go mod edit -replace takes it) for building the suite where the module proxy does not serve a version the checkout's test/go.mod pins; applied to a copy of that go.mod, never to the checkout; may be given several times", func(s string) error {
+		if !strings.Contains(s, "=") {
+			return fmt.Errorf("%q is not old=new", s)
+		}
+		cfg.replaces = append(cfg.replaces, s)
+		return nil
+	})
+	fs.Func("manager-args", "a flag appended to the manager's arguments, for looking into a run (for example --zap-log-level=debug); may be given several times", func(s string) error {
+		cfg.managerArgs = append(cfg.managerArgs, s)
+		return nil
+	})
+	fs.StringVar(&cfg.baseline, "baseline", "", "results.json of an earlier run: list the specs it passed that this run did not")
+	fs.StringVar(&cfg.cluster.K8sBinDir, "k8s-bin-dir", filepath.Join("bin", "k8s"), "etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
+	fs.StringVar(&cfg.cluster.Kwok, "kwok", filepath.Join("bin", "kwok"), "kwok binary")
+	fs.StringVar(&cfg.cluster.KwokStages, "kwok-stages", filepath.Join("bin", "kwok-stages.yaml"), "kwok Stages")
+	fs.StringVar(&cfg.cluster.KwokMetrics, "kwok-metrics", filepath.Join("bin", "kwok-metrics.yaml"), "kwok's metrics configuration")
+	fs.StringVar(&cfg.cluster.MetricsServer, "metrics-server", filepath.Join("bin", "metrics-server"), "metrics-server binary")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.vpaDir == "" {
+		return cfg, errors.New("--vpa-dir is required: the vertical-pod-autoscaler directory of a checkout of https://github.com/kubernetes/autoscaler")
+	}
+	if cfg.nodes < 1 {
+		return cfg, fmt.Errorf("--nodes is %d: at least 1", cfg.nodes)
+	}
+	for _, s := range strings.Split(suites, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(knownSuites, s) {
+			return cfg, fmt.Errorf("--suites: unknown suite %q; the suites are %s", s, strings.Join(knownSuites, ", "))
+		}
+		cfg.suites = append(cfg.suites, s)
+	}
+	if len(cfg.suites) == 0 {
+		return cfg, errors.New("--suites names no suite")
+	}
+	cfg.cluster.Nodes = 1
+	return cfg, absPaths(&cfg.vpaDir, &cfg.out, &cfg.manager, &cfg.crds, &cfg.baseline,
+		&cfg.cluster.K8sBinDir, &cfg.cluster.Kwok, &cfg.cluster.KwokStages, &cfg.cluster.KwokMetrics, &cfg.cluster.MetricsServer)
+}
+
+// absPaths makes the non-empty paths absolute: the suites run in the checkout.
+func absPaths(paths ...*string) error {
+	for _, p := range paths {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	return nil
+}
+
+func run(args []string) error {
+	cfg, err := parseRunFlags(args)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(cfg.vpaDir, "test", "e2e", "v1")); err != nil {
+		return fmt.Errorf("--vpa-dir %s has no test/e2e/v1 (the suite moved there in vertical-pod-autoscaler-1.7.0): %w", cfg.vpaDir, err)
+	}
+	if _, err := os.Stat(cfg.manager); err != nil {
+		return fmt.Errorf("the manager: %w (make build builds it)", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	buildDir := filepath.Join(cfg.out, "build")
+	resultsDir := filepath.Join(cfg.out, "results")
+	for _, dir := range []string{buildDir, resultsDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	// One run per directory: a second would reset the first's cluster.
+	lock, err := os.OpenFile(filepath.Join(cfg.out, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = lock.Close() }()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another run uses %s (%w): give another --out", cfg.out, err)
+	}
+	suiteBinary, ginkgo, err := build(ctx, cfg, buildDir)
+	if err != nil {
+		return err
+	}
+	cfg.cluster.CRDDir = filepath.Join(cfg.out, "crds")
+	if err := crdDir(cfg.cluster.CRDDir, filepath.Join(cfg.vpaDir, "deploy", "vpa-v1-crd-gen.yaml"), cfg.crds); err != nil {
+		return err
+	}
+
+	// envtest logs through controller-runtime's logger; the cluster's own logs are in its directory.
+	ctrllog.SetLogger(logr.Discard())
+	fmt.Fprintln(os.Stderr, "Starting the local cluster")
+	cfg.cluster.Dir = filepath.Join(cfg.out, "cluster")
+	c, err := localcluster.Start(ctx, cfg.cluster)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
+		}
+	}()
+
+	var results []suitereport.Result
+	for _, suite := range cfg.suites {
+		r, err := runSuite(ctx, cfg, suite, suiteBinary, ginkgo, resultsDir, c.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		results = append(results, r...)
+	}
+	if err := suitereport.Write(filepath.Join(resultsDir, "results.json"), results); err != nil {
+		return err
+	}
+	if err := suitereport.Print(os.Stdout, "switchboard", results); err != nil {
+		return err
+	}
+	fmt.Printf("\nResults: %s; the suites' and the manager's logs: %s\n", filepath.Join(resultsDir, "results.json"), resultsDir)
+	if cfg.baseline != "" {
+		return suitereport.CompareWith(cfg.baseline, results)
+	}
+	return nil
+}
+
+// build compiles the checkout's v1 specs and the Ginkgo CLI of the version its test/go.mod
+// requires, with cfg.replaces applied to a copy of that go.mod.
+func build(ctx context.Context, cfg runConfig, buildDir string) (suiteBinary, ginkgo string, err error) {
+	testModule := filepath.Join(cfg.vpaDir, "test")
+	modFile := filepath.Join(buildDir, "go.mod")
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(testModule, f))
+		if err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(filepath.Join(buildDir, f), data, 0o644); err != nil {
+			return "", "", err
+		}
+	}
+	for _, r := range cfg.replaces {
+		if err := goCmd(ctx, testModule, "mod", "edit", "-modfile="+modFile, "-replace="+r); err != nil {
+			return "", "", err
+		}
+	}
+	// -mod=mod lets the go command record the sums of replaced modules in the copy's go.sum.
+	modFlags := []string{"-modfile=" + modFile, "-mod=mod"}
+	fmt.Fprintln(os.Stderr, "Building the VPA's v1 e2e specs (the first build compiles Kubernetes' e2e framework: about 10 minutes)")
+	suiteBinary = filepath.Join(buildDir, "v1.test")
+	if err := goCmd(ctx, testModule, append(append([]string{"test", "-c"}, modFlags...), "-o", suiteBinary, "./e2e/v1")...); err != nil {
+		return "", "", err
+	}
+	ginkgo = filepath.Join(buildDir, "ginkgo")
+	if err := goCmd(ctx, testModule, append(append([]string{"build"}, modFlags...), "-o", ginkgo, "github.com/onsi/ginkgo/v2/ginkgo")...); err != nil {
+		return "", "", err
+	}
+	return suiteBinary, ginkgo, nil
+}
+
+func goCmd(ctx context.Context, dir string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %s in %s: %w", strings.Join(args, " "), dir, err)
+	}
+	return nil
+}
+
+// crdDir fills dir with the VPA's CRDs and Switchboard's.
+func crdDir(dir, vpaCRDs, switchboardCRDs string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := []string{vpaCRDs}
+	ours, err := filepath.Glob(filepath.Join(switchboardCRDs, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(ours) == 0 {
+		return fmt.Errorf("--crds %s holds no CRD", switchboardCRDs)
+	}
+	for _, f := range append(files, ours...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runSuite starts the manager as the suite needs it, runs the suite's specs and reads their
+// report. A suite that fails still has its report read.
+func runSuite(ctx context.Context, cfg runConfig, suite, suiteBinary, ginkgo, resultsDir, kubeconfig string) ([]suitereport.Result, error) {
+	stopManager, err := startManager(ctx, cfg, suite, kubeconfig, filepath.Join(resultsDir, suite+"-manager.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer stopManager()
+
+	report := suite + ".json"
+	_ = os.Remove(filepath.Join(resultsDir, report))
+	focus := `\[VPA\] \[` + suite + `\]`
+	if cfg.focus != "" {
+		focus += ".*" + cfg.focus
+	}
+	args := []string{"--nodes=" + fmt.Sprint(cfg.nodes), "--focus=" + focus, "--json-report=" + report, "--output-dir=" + resultsDir, "-v"}
+	if cfg.skip != "" {
+		args = append(args, "--skip="+cfg.skip)
+	}
+	args = append(args, suiteBinary, "--", "--kubeconfig="+kubeconfig, "--report-dir="+resultsDir, "--disable-log-dump")
+	logPath := filepath.Join(resultsDir, suite+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = logFile.Close() }()
+	began := time.Now()
+	fmt.Fprintf(os.Stderr, "Running the %s suite (log: %s)\n", suite, logPath)
+	cmd := exec.CommandContext(ctx, ginkgo, args...)
+	// As `go test` would run it: in the package's directory.
+	cmd.Dir = filepath.Join(cfg.vpaDir, "test", "e2e", "v1")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	runErr := cmd.Run()
+	fmt.Fprintf(os.Stderr, "The %s suite ran in %s\n", suite, time.Since(began).Round(time.Second))
+	data, err := os.ReadFile(filepath.Join(resultsDir, report))
+	if err != nil {
+		return nil, fmt.Errorf("the %s suite wrote no report (%v); see %s", suite, runErr, logPath)
+	}
+	return suitereport.ReadGinkgoReport(suite, data)
+}
+
+// startManager starts Switchboard's manager for suite and waits until it is ready; the
+// function it returns stops it.
+func startManager(ctx context.Context, cfg runConfig, suite, kubeconfig, logPath string) (func(), error) {
+	probes, err := testenv.LoopbackAddress()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cfg.manager, append(managerArgs(suite, kubeconfig, probes), cfg.managerArgs...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting the manager: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = logFile.Close()
+	}
+	if err := waitReady(ctx, "http://"+probes+"/readyz", exited); err != nil {
+		stop()
+		return nil, fmt.Errorf("the manager for the %s suite (log: %s): %w", suite, logPath, err)
+	}
+	return stop, nil
+}
+
+// waitReady polls url until it answers 200, the process exits, or a minute passes.
+func waitReady(ctx context.Context, url string, exited <-chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("exited before it was ready: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("not ready at %s: %w", url, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
