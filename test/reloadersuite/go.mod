@@ -6,7 +6,6 @@ replace github.com/example/switchboard => ../..
 
 require (
 	github.com/example/switchboard v0.0.0
-	github.com/go-logr/logr v1.4.4
 	github.com/google/go-cmp v0.7.0
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/api v0.37.2
@@ -42,6 +41,7 @@ require (
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-errors/errors v1.4.2 // indirect
 	github.com/go-gorp/gorp/v3 v3.1.0 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
 	github.com/go-openapi/jsonreference v1.0.0 // indirect
 	github.com/go-openapi/swag v0.27.1 // indirect

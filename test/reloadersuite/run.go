@@ -9,18 +9,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/switchboard/internal/localcluster"
 	"github.com/example/switchboard/internal/manifests"
 	"github.com/example/switchboard/internal/suitereport"
+	"github.com/example/switchboard/internal/suiterun"
 )
 
 // runConfig is what `reloadersuite run` is told.
@@ -68,11 +66,7 @@ func parseRunFlags(args []string) (runConfig, error) {
 		return nil
 	})
 	fs.StringVar(&cfg.baseline, "baseline", "", "results.json of a baseline run: list the specs it passed that this run did not")
-	fs.StringVar(&cfg.cluster.K8sBinDir, "k8s-bin-dir", filepath.Join("bin", "k8s"), "etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
-	fs.StringVar(&cfg.cluster.Kwok, "kwok", filepath.Join("bin", "kwok"), "kwok binary")
-	fs.StringVar(&cfg.cluster.KwokStages, "kwok-stages", filepath.Join("bin", "kwok-stages.yaml"), "kwok Stages")
-	fs.StringVar(&cfg.cluster.KwokMetrics, "kwok-metrics", filepath.Join("bin", "kwok-metrics.yaml"), "kwok's metrics configuration")
-	fs.StringVar(&cfg.cluster.MetricsServer, "metrics-server", filepath.Join("bin", "metrics-server"), "metrics-server binary")
+	suiterun.BindClusterFlags(fs, &cfg.cluster)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -82,36 +76,12 @@ func parseRunFlags(args []string) (runConfig, error) {
 	if cfg.subject != subjectSwitchboard && cfg.subject != subjectReloader {
 		return cfg, fmt.Errorf("--subject is %s or %s, not %q", subjectSwitchboard, subjectReloader, cfg.subject)
 	}
-	for _, s := range strings.Split(suites, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		if !slices.Contains(knownSuites, s) {
-			return cfg, fmt.Errorf("--suites: unknown suite %q; the suites are %s", s, strings.Join(knownSuites, ", "))
-		}
-		cfg.suites = append(cfg.suites, s)
-	}
-	if len(cfg.suites) == 0 {
-		return cfg, errors.New("--suites names no suite")
+	var err error
+	if cfg.suites, err = suiterun.Suites(suites, knownSuites); err != nil {
+		return cfg, err
 	}
 	cfg.cluster.Nodes = 1
-	return cfg, absPaths(&cfg.reloaderDir, &cfg.openshiftAPIDir, &cfg.out, &cfg.manager, &cfg.chart, &cfg.crds, &cfg.secretsStoreCSI, &cfg.baseline,
-		&cfg.cluster.K8sBinDir, &cfg.cluster.Kwok, &cfg.cluster.KwokStages, &cfg.cluster.KwokMetrics, &cfg.cluster.MetricsServer)
-}
-
-// absPaths makes the non-empty paths absolute: the suites run in the Reloader checkout.
-func absPaths(paths ...*string) error {
-	for _, p := range paths {
-		if *p == "" {
-			continue
-		}
-		abs, err := filepath.Abs(*p)
-		if err != nil {
-			return err
-		}
-		*p = abs
-	}
-	return nil
+	return cfg, suiterun.AbsPaths(&cfg.cluster, &cfg.reloaderDir, &cfg.openshiftAPIDir, &cfg.out, &cfg.manager, &cfg.chart, &cfg.crds, &cfg.secretsStoreCSI, &cfg.baseline)
 }
 
 func run(args []string) error {
@@ -138,14 +108,11 @@ func run(args []string) error {
 		return err
 	}
 	// One run per directory: a second would reset the first's cluster and take its socket.
-	lock, err := os.OpenFile(filepath.Join(cfg.out, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := suiterun.LockDir(cfg.out)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = lock.Close() }()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("another run uses %s (%w): give another --out", cfg.out, err)
-	}
 	buildDir := filepath.Join(cfg.out, "build")
 	resultsDir := filepath.Join(cfg.out, cfg.subject)
 	stateDir := filepath.Join(cfg.out, "state")
@@ -179,19 +146,11 @@ func run(args []string) error {
 		return err
 	}
 
-	// envtest logs through controller-runtime's logger; the cluster's own logs are in its directory.
-	ctrllog.SetLogger(logr.Discard())
-	fmt.Fprintln(os.Stderr, "Starting the local cluster")
-	cfg.cluster.Dir = filepath.Join(cfg.out, "cluster")
-	c, err := localcluster.Start(ctx, cfg.cluster)
+	c, stopCluster, err := suiterun.StartCluster(ctx, cfg.cluster, filepath.Join(cfg.out, "cluster"))
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
-		}
-	}()
+	defer stopCluster()
 	if cfg.argoRollouts {
 		stopRollouts, err := startRolloutsStandIn(ctx, c.Config, filepath.Join(stateDir, "logs", "argo-rollouts.log"))
 		if err != nil {
@@ -296,7 +255,7 @@ func build(ctx context.Context, cfg runConfig, buildDir string) (binary string, 
 				return "", nil, err
 			}
 		}
-		if err := goCmd(ctx, cfg.reloaderDir, "mod", "edit", "-modfile="+modFile, "-replace=github.com/openshift/api="+cfg.openshiftAPIDir); err != nil {
+		if err := suiterun.Go(ctx, cfg.reloaderDir, "mod", "edit", "-modfile="+modFile, "-replace=github.com/openshift/api="+cfg.openshiftAPIDir); err != nil {
 			return "", nil, err
 		}
 		modFlags = []string{"-modfile=" + modFile}
@@ -304,7 +263,7 @@ func build(ctx context.Context, cfg runConfig, buildDir string) (binary string, 
 	for _, suite := range cfg.suites {
 		fmt.Fprintf(os.Stderr, "Building Reloader's %s suite\n", suite)
 		args := append(append([]string{"test"}, modFlags...), "-c", "-o", filepath.Join(buildDir, suite+".test"), "./test/e2e/"+suite)
-		if err := goCmd(ctx, cfg.reloaderDir, args...); err != nil {
+		if err := suiterun.Go(ctx, cfg.reloaderDir, args...); err != nil {
 			return "", nil, err
 		}
 	}
@@ -317,17 +276,7 @@ func build(ctx context.Context, cfg runConfig, buildDir string) (binary string, 
 	fmt.Fprintln(os.Stderr, "Building Reloader")
 	binary = filepath.Join(buildDir, "reloader")
 	args := append(append([]string{"build"}, modFlags...), "-o", binary, ".")
-	return binary, modFlags, goCmd(ctx, cfg.reloaderDir, args...)
-}
-
-func goCmd(ctx context.Context, dir string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %s in %s: %w", strings.Join(args, " "), dir, err)
-	}
-	return nil
+	return binary, modFlags, suiterun.Go(ctx, cfg.reloaderDir, args...)
 }
 
 // runSuite runs one suite's binary in its directory of the checkout, as `go test` would, and

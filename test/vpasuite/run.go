@@ -10,16 +10,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/example/switchboard/internal/localcluster"
 	"github.com/example/switchboard/internal/suitereport"
+	"github.com/example/switchboard/internal/suiterun"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -69,11 +66,7 @@ func parseRunFlags(args []string) (runConfig, error) {
 		return nil
 	})
 	fs.StringVar(&cfg.baseline, "baseline", "", "results.json of an earlier run: list the specs it passed that this run did not")
-	fs.StringVar(&cfg.cluster.K8sBinDir, "k8s-bin-dir", filepath.Join("bin", "k8s"), "etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
-	fs.StringVar(&cfg.cluster.Kwok, "kwok", filepath.Join("bin", "kwok"), "kwok binary")
-	fs.StringVar(&cfg.cluster.KwokStages, "kwok-stages", filepath.Join("bin", "kwok-stages.yaml"), "kwok Stages")
-	fs.StringVar(&cfg.cluster.KwokMetrics, "kwok-metrics", filepath.Join("bin", "kwok-metrics.yaml"), "kwok's metrics configuration")
-	fs.StringVar(&cfg.cluster.MetricsServer, "metrics-server", filepath.Join("bin", "metrics-server"), "metrics-server binary")
+	suiterun.BindClusterFlags(fs, &cfg.cluster)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -86,36 +79,12 @@ func parseRunFlags(args []string) (runConfig, error) {
 	if cfg.nodes < 1 {
 		return cfg, fmt.Errorf("--nodes is %d: at least 1", cfg.nodes)
 	}
-	for _, s := range strings.Split(suites, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		if !slices.Contains(knownSuites, s) {
-			return cfg, fmt.Errorf("--suites: unknown suite %q; the suites are %s", s, strings.Join(knownSuites, ", "))
-		}
-		cfg.suites = append(cfg.suites, s)
-	}
-	if len(cfg.suites) == 0 {
-		return cfg, errors.New("--suites names no suite")
+	var err error
+	if cfg.suites, err = suiterun.Suites(suites, knownSuites); err != nil {
+		return cfg, err
 	}
 	cfg.cluster.Nodes = 1
-	return cfg, absPaths(&cfg.vpaDir, &cfg.out, &cfg.manager, &cfg.crds, &cfg.baseline,
-		&cfg.cluster.K8sBinDir, &cfg.cluster.Kwok, &cfg.cluster.KwokStages, &cfg.cluster.KwokMetrics, &cfg.cluster.MetricsServer)
-}
-
-// absPaths makes the non-empty paths absolute: the suites run in the checkout.
-func absPaths(paths ...*string) error {
-	for _, p := range paths {
-		if *p == "" {
-			continue
-		}
-		abs, err := filepath.Abs(*p)
-		if err != nil {
-			return err
-		}
-		*p = abs
-	}
-	return nil
+	return cfg, suiterun.AbsPaths(&cfg.cluster, &cfg.vpaDir, &cfg.out, &cfg.manager, &cfg.crds, &cfg.baseline)
 }
 
 func run(args []string) error {
@@ -140,14 +109,11 @@ func run(args []string) error {
 		}
 	}
 	// One run per directory: a second would reset the first's cluster.
-	lock, err := os.OpenFile(filepath.Join(cfg.out, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := suiterun.LockDir(cfg.out)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = lock.Close() }()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("another run uses %s (%w): give another --out", cfg.out, err)
-	}
 	suiteBinary, ginkgo, err := build(ctx, cfg, buildDir)
 	if err != nil {
 		return err
@@ -157,19 +123,11 @@ func run(args []string) error {
 		return err
 	}
 
-	// envtest logs through controller-runtime's logger; the cluster's own logs are in its directory.
-	ctrllog.SetLogger(logr.Discard())
-	fmt.Fprintln(os.Stderr, "Starting the local cluster")
-	cfg.cluster.Dir = filepath.Join(cfg.out, "cluster")
-	c, err := localcluster.Start(ctx, cfg.cluster)
+	c, stopCluster, err := suiterun.StartCluster(ctx, cfg.cluster, filepath.Join(cfg.out, "cluster"))
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
-		}
-	}()
+	defer stopCluster()
 
 	var results []suitereport.Result
 	for _, suite := range cfg.suites {
@@ -207,7 +165,7 @@ func build(ctx context.Context, cfg runConfig, buildDir string) (suiteBinary, gi
 		}
 	}
 	for _, r := range cfg.replaces {
-		if err := goCmd(ctx, testModule, "mod", "edit", "-modfile="+modFile, "-replace="+r); err != nil {
+		if err := suiterun.Go(ctx, testModule, "mod", "edit", "-modfile="+modFile, "-replace="+r); err != nil {
 			return "", "", err
 		}
 	}
@@ -215,24 +173,14 @@ func build(ctx context.Context, cfg runConfig, buildDir string) (suiteBinary, gi
 	modFlags := []string{"-modfile=" + modFile, "-mod=mod"}
 	fmt.Fprintln(os.Stderr, "Building the VPA's v1 e2e specs (the first build compiles Kubernetes' e2e framework: about 10 minutes)")
 	suiteBinary = filepath.Join(buildDir, "v1.test")
-	if err := goCmd(ctx, testModule, append(append([]string{"test", "-c"}, modFlags...), "-o", suiteBinary, "./e2e/v1")...); err != nil {
+	if err := suiterun.Go(ctx, testModule, append(append([]string{"test", "-c"}, modFlags...), "-o", suiteBinary, "./e2e/v1")...); err != nil {
 		return "", "", err
 	}
 	ginkgo = filepath.Join(buildDir, "ginkgo")
-	if err := goCmd(ctx, testModule, append(append([]string{"build"}, modFlags...), "-o", ginkgo, "github.com/onsi/ginkgo/v2/ginkgo")...); err != nil {
+	if err := suiterun.Go(ctx, testModule, append(append([]string{"build"}, modFlags...), "-o", ginkgo, "github.com/onsi/ginkgo/v2/ginkgo")...); err != nil {
 		return "", "", err
 	}
 	return suiteBinary, ginkgo, nil
-}
-
-func goCmd(ctx context.Context, dir string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %s in %s: %w", strings.Join(args, " "), dir, err)
-	}
-	return nil
 }
 
 // crdDir fills dir with the VPA's CRDs and Switchboard's.
