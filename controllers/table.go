@@ -256,11 +256,14 @@ func Table() []Controller {
 			Group:            verticalscaler.ControllerName,
 			EnabledByDefault: true,
 			For:              &v1alpha1.VerticalScaler{},
-			ForPredicates:    []predicate.Predicate{predicate.GenerationChangedPredicate{}},
-			Watches:          verticalScalerWatches(),
-			Indexes:          []indexers.Index{indexers.VerticalScalerByTarget},
-			Sources:          []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
-			Flags:            scaling,
+			// Status changes are this controller's own writes, except the recommendation that
+			// another recommender writes into the VerticalScalers it recommends for.
+			ForPredicates: []predicate.Predicate{predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
+				verticalscaler.RecommendationWrittenElsewhere(&scaling.RecommenderName))},
+			Watches: verticalScalerWatches(),
+			Indexes: []indexers.Index{indexers.VerticalScalerByTarget},
+			Sources: []sources.Name{sources.Periodic, recommender.Source, sources.HTTPTrigger},
+			Flags:   scaling,
 			Producers: []Producer{{
 				Source: recommender.Source,
 				On:     scaling.ReadsUsage,
@@ -276,7 +279,7 @@ func Table() []Controller {
 					usageReports.Clear()
 					// Checkpoints are read uncached too: each once, after a restart or a leader
 					// change.
-					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), Pods: mgr.GetCache(), Informers: mgr.GetCache(), Usage: usage, Interval: scaling.UsageInterval,
+					poller := &recommender.UsageProducer{Cache: mgr.GetCache(), RecommenderName: scaling.RecommenderName, Pods: mgr.GetCache(), Informers: mgr.GetCache(), Usage: usage, Interval: scaling.UsageInterval,
 						Reports:            usageReports,
 						CheckpointInterval: scaling.CheckpointInterval, CheckpointWritesPerSecond: scaling.CheckpointWritesPerSecond,
 						CheckpointFlushTimeout: scaling.CheckpointFlushTimeout, CheckpointReader: mgr.GetAPIReader(), CheckpointWriter: mgr.GetClient(),
@@ -296,7 +299,8 @@ func Table() []Controller {
 				}
 				return &verticalscaler.Reconciler{Client: mgr.GetClient(), Reports: usageReports,
 					Recorder: mgr.GetEventRecorder(verticalscaler.ControllerName), Discovery: clientset.Discovery(),
-					CoreV1: clientset.CoreV1().RESTClient(), Limits: scaling.UpdateLimits(), Shard: o.WatchLabelSelector, Missing: o.MissingAPIs()}, nil
+					CoreV1: clientset.CoreV1().RESTClient(), Limits: scaling.UpdateLimits(), Shard: o.WatchLabelSelector, Missing: o.MissingAPIs(),
+					RecommenderName: scaling.RecommenderName}, nil
 			},
 		},
 		{
@@ -310,15 +314,18 @@ func Table() []Controller {
 			// fights them; and, being Optional, without the VPA's CRD.
 			Idle: scaling.VPAComponentsRunning,
 			For:  verticalscaler.NewVerticalPodAutoscaler(),
-			// The status is this controller's to write: a change of it by anyone else (the
-			// VPA's e2e suite writes recommendations itself) is not news.
-			ForPredicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}},
+			// The status is this controller's to write, so a change of it is not news; except
+			// the recommendation of an object another recommender writes, which its
+			// VerticalScaler applies.
+			ForPredicates: []predicate.Predicate{predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
+				verticalscaler.RecommendationWrittenElsewhere(&scaling.RecommenderName))},
 			// Its VerticalScalers' status changes are what it copies into the VPA's status.
 			Watches:  []Watch{{Object: &v1alpha1.VerticalScaler{}, How: Owns}},
 			Sources:  []sources.Name{sources.Periodic, sources.HTTPTrigger},
 			Optional: true,
 			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {
-				return &verticalscaler.VPAReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), RecommenderName: scaling.RecommenderName}, nil
+				return &verticalscaler.VPAReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), RecommenderName: scaling.RecommenderName,
+					Recorder: mgr.GetEventRecorder(verticalscaler.VPAControllerName)}, nil
 			},
 		},
 		// The configmapwatcher: one row per workload kind, sharing one uncached watch per kind of

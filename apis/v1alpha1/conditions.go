@@ -95,6 +95,10 @@ const (
 	// ReasonMetricsTimeout: reading usage took longer than the poller allows; the last
 	// recommendation is kept.
 	ReasonMetricsTimeout = "MetricsTimeout"
+	// ReasonRecommendedElsewhere: spec.recommenders name only other recommenders than the
+	// manager's own, and one of them wrote the recommendation in status, which is applied as
+	// written.
+	ReasonRecommendedElsewhere = "RecommendedElsewhere"
 	// ReasonNoUsageYet: no usage of the target's Pods has been read yet.
 	ReasonNoUsageYet = "NoUsageYet"
 	// ReasonContainerNotFound: a container policy names a container the target's Pods lack, or

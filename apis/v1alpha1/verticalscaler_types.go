@@ -149,6 +149,27 @@ type VerticalScalerSpec struct {
 	// Vertical Pod Autoscaler's: 50, 90 and 95, and 15%).
 	// +optional
 	RecommenderPolicy *RecommenderPolicy `json:"recommenderPolicy,omitempty"`
+
+	// Recommenders name the recommenders whose recommendation the VerticalScaler applies, as
+	// the Vertical Pod Autoscaler's field: when they name the manager's own (its
+	// --recommender-name), it recommends from usage as without them; when they name only
+	// others, it recommends nothing and applies status.recommendation as another recommender
+	// wrote it, bounded by the container policies, as the VPA's updater and admission
+	// controller do. Empty is the manager's own recommender.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Recommenders []RecommenderSelector `json:"recommenders,omitempty"`
+}
+
+// RecommenderSelector names a recommender.
+type RecommenderSelector struct {
+	// Name is the recommender's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // TargetReference names a workload in the VerticalScaler's namespace, as the Vertical Pod

@@ -51,8 +51,9 @@ type Options struct {
 	// progress, before InPlaceOrRecreate evicts the Pod.
 	DeferredResizeTimeout, ResizeTimeout time.Duration
 
-	// RecommenderName is the recommender the verticalpodautoscaler controller answers for, as
-	// the Vertical Pod Autoscaler recommender's --recommender-name.
+	// RecommenderName is the manager's own recommender, as the Vertical Pod Autoscaler
+	// recommender's --recommender-name: VerticalPodAutoscalers and VerticalScalers that name only
+	// others get the recommendation those write applied.
 	RecommenderName string
 	// DetectVPAComponents says whether the manager looks at start for the Vertical Pod
 	// Autoscaler's own components, and leaves the verticalpodautoscaler controller idle if they
@@ -116,7 +117,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.PodUpdateRateBurst, "pod-update-rate-burst", o.PodUpdateRateBurst, "How many resizes and evictions may come at once under --pod-update-rate-limit.")
 	fs.DurationVar(&o.DeferredResizeTimeout, "in-place-deferred-resize-timeout", o.DeferredResizeTimeout, "How long a resize may stay Deferred before InPlaceOrRecreate evicts the Pod instead.")
 	fs.DurationVar(&o.ResizeTimeout, "in-place-resize-timeout", o.ResizeTimeout, "How long a resize may stay in progress before InPlaceOrRecreate evicts the Pod instead.")
-	fs.StringVar(&o.RecommenderName, "recommender-name", o.RecommenderName, "The recommender the verticalpodautoscaler controller answers for, as the Vertical Pod Autoscaler's flag: it acts on the VerticalPodAutoscalers whose spec.recommenders name it, and, when it is '"+vpav1.DefaultRecommenderName+"', on those that name none; it leaves the others alone.")
+	fs.StringVar(&o.RecommenderName, "recommender-name", o.RecommenderName, "The manager's own recommender, as the Vertical Pod Autoscaler's flag: it recommends for the VerticalPodAutoscalers whose spec.recommenders name it, and, when it is '"+vpav1.DefaultRecommenderName+"', for those that name none; for the others, and for VerticalScalers whose spec.recommenders name only others, it applies the recommendation those recommenders write into status, as the VPA's updater and admission controller do.")
 	fs.BoolVar(&o.DetectVPAComponents, "vpa-detect-components", o.DetectVPAComponents, "Whether the manager looks at start for the Vertical Pod Autoscaler's own admission controller (MutatingWebhookConfiguration "+vpaWebhookConfiguration+") and recommender (a VerticalPodAutoscalerCheckpoint written in the last "+vpaRecommenderActiveWithin.String()+"), and leaves the verticalpodautoscaler controller idle while they run, so that the two never size the same Pods; false skips the look, for a cluster where the manager may not read them.")
 	fs.DurationVar(&o.CheckpointFlushTimeout, "checkpoint-flush-timeout", o.CheckpointFlushTimeout, "How long a manager that stops, or gives its Lease up, may take to write the checkpoints of every usage history that changed since its last one; keep it under the Pod's termination grace period.")
 }

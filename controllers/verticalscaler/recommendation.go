@@ -63,6 +63,11 @@ func estimatesOf(rec *v1alpha1.Recommendation, target string) map[string]v1alpha
 	}
 	out := map[string]v1alpha1.ContainerRecommendation{}
 	for _, c := range rec.ContainerRecommendations {
+		if len(c.UncappedTarget) == 0 {
+			// Another recommender's, written before spec.recommenders changed to this one: no
+			// estimate of this recommender's to go on.
+			continue
+		}
 		c.Target = c.UncappedTarget
 		out[c.ContainerName] = c
 	}

@@ -37,6 +37,8 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 	}
 
 	switch {
+	case obs.elsewhere != "":
+		// Another recommender's to write: left as it wrote it.
 	case obs.recommendation != nil:
 		status.Recommendation = obs.recommendation
 	case status.Recommendation != nil && v1alpha1.RecommendationTarget(status.Recommendation) != vs.Spec.Target().Key():
@@ -65,6 +67,9 @@ func computeStatus(vs *v1alpha1.VerticalScaler, obs observation) v1alpha1.Vertic
 // providedCondition is RecommendationProvided: what the latest usage report said, else what the
 // status says, else that no usage came yet.
 func providedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Condition {
+	if obs.elsewhere != "" {
+		return providedElsewhere(vs, obs.elsewhere)
+	}
 	if obs.report != nil {
 		out := obs.report.Provided
 		switch {
@@ -77,10 +82,11 @@ func providedCondition(vs *v1alpha1.VerticalScaler, obs observation) metav1.Cond
 		return out
 	}
 	// Kept from status, unless it claims a recommendation this target does not have (one made
-	// for the workload named before).
+	// for the workload named before), or one another recommender wrote before spec.recommenders
+	// named this one.
 	hasRecommendation := v1alpha1.RecommendationTarget(vs.Status.Recommendation) == vs.Spec.Target().Key()
 	if c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided); c != nil &&
-		(c.Status != metav1.ConditionTrue || hasRecommendation) {
+		c.Reason != v1alpha1.ReasonRecommendedElsewhere && (c.Status != metav1.ConditionTrue || hasRecommendation) {
 		return *c
 	}
 	return metav1.Condition{Type: v1alpha1.ConditionRecommendationProvided, Status: metav1.ConditionFalse,

@@ -71,6 +71,9 @@ type Reconciler struct {
 	// a workload of a cached kind without the shard's labels is not found. Empty when it caches
 	// every object.
 	Shard string
+	// RecommenderName is the manager's own recommender (--recommender-name): a VerticalScaler
+	// whose spec.recommenders name only others gets its recommendation from them.
+	RecommenderName string
 }
 
 // VerticalScalersOf returns the map function of the watch of kind: an object maps to the
@@ -103,8 +106,11 @@ type observation struct {
 	target  *workload
 	problem *targetProblem
 	// report is the latest usage report about the target named now; nil when none came since
-	// the manager started.
+	// the manager started, or when another recommender recommends.
 	report *recommender.Report
+	// elsewhere names the other recommenders whose recommendation in status is applied; empty
+	// when the manager's own recommends.
+	elsewhere string
 	// recommendation is the bounded recommendation; nil when there is none yet.
 	recommendation *v1alpha1.Recommendation
 	// behind says which containers' history has fewer samples than the status's
@@ -148,7 +154,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			target, problem = nil, conflict(target.key, other)
 		}
 	}
-	obs := observation{target: target, problem: problem, report: r.report(req.NamespacedName, vs.Spec.Target().Key())}
+	obs := observation{target: target, problem: problem, elsewhere: recommender.RecommendedElsewhere(&vs.Spec, r.RecommenderName)}
+	if obs.elsewhere == "" {
+		obs.report = r.report(req.NamespacedName, vs.Spec.Target().Key())
+	}
 	if target != nil {
 		r.recommend(vs, &obs)
 		if obs.recommendation != nil && vs.Spec.UpdateMode != v1alpha1.UpdateModeOff && vs.Spec.UpdateMode != "" {
@@ -195,9 +204,10 @@ func (r *Reconciler) report(key types.NamespacedName, target string) *recommende
 	return &report
 }
 
-// recommend bounds the latest estimates (the report's, else those kept in status) by the
-// policies, for the containers the target's Pods have: those of its Pod template, or for a
-// custom kind, whose template the controller cannot read, those with an estimate.
+// recommend bounds the latest estimates (the report's, else those kept in status, or the
+// targets another recommender wrote there) by the policies, for the containers the target's
+// Pods have: those of its Pod template, or for a custom kind, whose template the controller
+// cannot read, those with an estimate.
 func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 	from := vs.Status.Recommendation
 	if obs.report != nil && obs.report.Recommendation != nil {
@@ -210,6 +220,9 @@ func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 		policy = from.Policy
 	}
 	estimates := estimatesOf(from, obs.target.key)
+	if obs.elsewhere != "" {
+		estimates = writtenTargets(from, obs.target.key)
+	}
 	var containers []corev1.Container
 	if template := obs.target.template(); template != nil {
 		obs.policyProblems = unknownContainers(&vs.Spec, &template.Spec)

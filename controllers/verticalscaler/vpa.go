@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -51,9 +52,13 @@ type VPAReconciler struct {
 	// apply, which must never write into one that someone else made and the cache has not seen
 	// yet.
 	APIReader client.Reader
-	// RecommenderName is the recommender Switchboard answers for (--recommender-name): a
-	// VerticalPodAutoscaler that names another one is left alone.
+	// RecommenderName is the recommender Switchboard answers for (--recommender-name): the
+	// VerticalScaler of a VerticalPodAutoscaler that names only others applies the
+	// recommendation they write, as the VPA's updater and admission controller do.
 	RecommenderName string
+	// Recorder records a warning Event on a VerticalPodAutoscaler of another recommender that
+	// cannot be applied.
+	Recorder events.EventRecorder
 }
 
 // Reconcile makes, keeps or removes the VerticalScaler of a VerticalPodAutoscaler and writes
@@ -71,11 +76,7 @@ func (r *VPAReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if !meantFor(readRecommenders(vpa), r.RecommenderName) {
-		// Another recommender's: nothing of it is Switchboard's, not even its status. A
-		// VerticalScaler made while it was meant for this one would keep sizing it.
-		return reconcile.Result{}, r.removeScaler(ctx, vpa, scaler)
-	}
+	recommenders := scalerRecommenders(readRecommenders(vpa), r.RecommenderName)
 	obs := vpaObservation{now: time.Now()}
 	spec, err := readVPASpec(vpa)
 	if err != nil {
@@ -83,6 +84,7 @@ func (r *VPAReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	} else {
 		var desired v1alpha1.VerticalScalerSpec
 		desired, obs.problems = scalerSpecOf(spec)
+		desired.Recommenders = recommenders
 		if len(obs.problems) == 0 {
 			obs.scaler, obs.problems, err = r.keepScaler(ctx, vpa, scaler, desired)
 			if err != nil {
@@ -94,6 +96,12 @@ func (r *VPAReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		if err := r.removeScaler(ctx, vpa, scaler); err != nil {
 			return reconcile.Result{}, err
 		}
+	}
+	if len(recommenders) > 0 {
+		// Another recommender's: its status is theirs to write; its recommendation is what the
+		// VerticalScaler applies.
+		r.warnUnsupported(vpa, obs.problems)
+		return reconcile.Result{}, r.passRecommendation(ctx, vpa, obs.scaler)
 	}
 	if obs.podsMatched, err = r.podsMatched(ctx, obs.scaler); err != nil {
 		return reconcile.Result{}, err

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -182,30 +183,93 @@ func TestVerticalPodAutoscalerIsCarriedOut(t *testing.T) {
 	}
 }
 
-// TestVerticalPodAutoscalerOfAnotherRecommender: an object that names another recommender is
-// left alone, status included; once it names none (the default recommender's, as Switchboard's
-// is by default) it is acted on.
+// TestVerticalPodAutoscalerOfAnotherRecommender: an object that names another recommender gets
+// the recommendation that recommender writes into its status applied, as the VPA's updater and
+// admission controller apply it, and its status is left to that recommender; once it names none
+// (the default recommender's, as Switchboard's is by default) Switchboard recommends for it.
 func TestVerticalPodAutoscalerOfAnotherRecommender(t *testing.T) {
 	ctx := context.Background()
 	ns := startVPAs(t)
 	vpa := newVPA(t, ns, "web", map[string]any{
 		"targetRef":    map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+		"updatePolicy": map[string]any{"updateMode": "Recreate"},
+		"resourcePolicy": map[string]any{"containerPolicies": []any{
+			map[string]any{"containerName": "*", "maxAllowed": map[string]any{"cpu": "200m"}},
+		}},
 		"recommenders": []any{map[string]any{"name": "custom"}},
 	})
-	settleVPAs(t)
 	vs := &v1alpha1.VerticalScaler{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-	if err := get(vs); !apierrors.IsNotFound(err) {
-		t.Errorf("VerticalScaler of a VPA for recommender custom: %v, want none", err)
+	testenv.Eventually(t, timeout, func() error {
+		if err := get(vs); err != nil {
+			return err
+		}
+		if want := []v1alpha1.RecommenderSelector{{Name: "custom"}}; !cmp.Equal(vs.Spec.Recommenders, want) {
+			return fmt.Errorf("spec.recommenders = %+v, want %+v", vs.Spec.Recommenders, want)
+		}
+		return nil
+	})
+
+	// What the other recommender writes, as the VPA's e2e suite writes it: a target above the
+	// policy's cpu ceiling, without uncappedTarget.
+	rec := map[string]any{"containerRecommendations": []any{map[string]any{"containerName": "app",
+		"target": map[string]any{"cpu": "250m", "memory": "200Mi"}, "lowerBound": map[string]any{"cpu": "250m", "memory": "200Mi"},
+		"upperBound": map[string]any{"cpu": "250m", "memory": "200Mi"}}}}
+	if err := unstructured.SetNestedField(vpa.Object, rec, "status", "recommendation"); err != nil {
+		t.Fatal(err)
 	}
-	if status, err := vpaStatus(vpa); err != nil || status.ObservedGeneration != nil || len(status.Conditions) > 0 {
-		t.Errorf("status of a VPA for recommender custom = %+v (%v), want it untouched", status, err)
+	if err := env.Client.Status().Update(ctx, vpa); err != nil {
+		t.Fatal(err)
+	}
+	want := list("200m", "200Mi")
+	testenv.Eventually(t, timeout, func() error {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+		if err := get(d); err != nil {
+			return err
+		}
+		if got := d.Spec.Template.Spec.Containers[0].Resources.Requests; !cmp.Equal(want, got, compare.Quantities) {
+			return fmt.Errorf("app's requests = %v, want %v: the written target within maxAllowed", got, want)
+		}
+		return nil
+	})
+	testenv.Eventually(t, timeout, func() error {
+		if err := get(vs); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided); c == nil || c.Reason != v1alpha1.ReasonRecommendedElsewhere {
+			return fmt.Errorf("VerticalScaler's RecommendationProvided = %+v, want reason %s", c, v1alpha1.ReasonRecommendedElsewhere)
+		}
+		return nil
+	})
+	// By now the controller reconciled it on each change of its VerticalScaler.
+	status, err := vpaStatus(vpa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.ObservedGeneration != nil || len(status.Conditions) > 0 || len(status.Recommendation.ContainerRecommendations) != 1 ||
+		!cmp.Equal(list("250m", "200Mi"), status.Recommendation.ContainerRecommendations[0].Target, compare.Quantities) {
+		t.Errorf("status of a VPA for recommender custom = %+v, want it as that recommender wrote it", status)
 	}
 
 	unstructured.RemoveNestedField(vpa.Object, "spec", "recommenders")
 	if err := env.Client.Update(ctx, vpa); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, timeout, func() error { return get(vs) })
+	testenv.Eventually(t, timeout, func() error {
+		if err := get(vs); err != nil {
+			return err
+		}
+		if len(vs.Spec.Recommenders) > 0 {
+			return fmt.Errorf("spec.recommenders = %+v, want none: Switchboard's own recommends", vs.Spec.Recommenders)
+		}
+		// The other recommender's recommendation is no estimate of Switchboard's own: the
+		// status says it waits for usage (the Deployment has no Pods), rather than failing to
+		// write a recommendation without targets, which the API server refuses.
+		c := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionRecommendationProvided)
+		if vs.Status.ObservedGeneration != vs.Generation || c == nil || c.Reason != v1alpha1.ReasonNoUsageYet {
+			return fmt.Errorf("observedGeneration %d of %d, RecommendationProvided = %+v, want reason %s", vs.Status.ObservedGeneration, vs.Generation, c, v1alpha1.ReasonNoUsageYet)
+		}
+		return nil
+	})
 }
 
 // TestVerticalPodAutoscalerConfigUnsupported: what Switchboard cannot carry out (a startup

@@ -117,14 +117,16 @@ func TestReadVPASpecRefusesUnknownFields(t *testing.T) {
 	}
 }
 
-func TestMeantFor(t *testing.T) {
-	named := func(names ...string) []*vpav1.RecommenderSelector {
-		var out []*vpav1.RecommenderSelector
-		for _, n := range names {
-			out = append(out, &vpav1.RecommenderSelector{Name: n})
-		}
-		return out
+// named are VPA recommender selectors of these names.
+func named(names ...string) []*vpav1.RecommenderSelector {
+	var out []*vpav1.RecommenderSelector
+	for _, n := range names {
+		out = append(out, &vpav1.RecommenderSelector{Name: n})
 	}
+	return out
+}
+
+func TestMeantFor(t *testing.T) {
 	for _, tc := range []struct {
 		recommenders []*vpav1.RecommenderSelector
 		name         string

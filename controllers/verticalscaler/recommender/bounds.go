@@ -1,6 +1,9 @@
 package recommender
 
 import (
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/example/switchboard/apis/v1alpha1"
@@ -45,4 +48,19 @@ func Clamp(values, minAllowed, maxAllowed corev1.ResourceList) corev1.ResourceLi
 		out[name] = v.DeepCopy()
 	}
 	return out
+}
+
+// RecommendedElsewhere returns the recommenders a VerticalScaler's spec names when they are all
+// others than own, the manager's --recommender-name, joined for messages: the verticalscaler then
+// applies the recommendation they write into status and recommends nothing itself. Empty when
+// the manager's own recommender recommends for it.
+func RecommendedElsewhere(spec *v1alpha1.VerticalScalerSpec, own string) string {
+	if len(spec.Recommenders) == 0 || slices.ContainsFunc(spec.Recommenders, func(r v1alpha1.RecommenderSelector) bool { return r.Name == own }) {
+		return ""
+	}
+	names := make([]string, 0, len(spec.Recommenders))
+	for _, r := range spec.Recommenders {
+		names = append(names, r.Name)
+	}
+	return strings.Join(names, ", ")
 }

@@ -61,6 +61,9 @@ const DefaultReadTimeout = 10 * time.Second
 type UsageProducer struct {
 	// Cache lists VerticalScalers; the manager's cache.
 	Cache client.Reader
+	// RecommenderName is the manager's own recommender (--recommender-name): the usage of the
+	// targets of VerticalScalers whose spec.recommenders name only others is not read.
+	RecommenderName string
 	// Pods lists the Pods of a target: the manager's cache, which holds them trimmed.
 	Pods client.Reader
 	// Usage reads the Pods' usage.
@@ -232,6 +235,9 @@ func (p *UsageProducer) cycle(ctx context.Context, producer *sources.Producer) {
 	named := map[historyKey]bool{}
 	for i := range list.Items {
 		vs := &list.Items[i]
+		if RecommendedElsewhere(&vs.Spec, p.RecommenderName) != "" {
+			continue
+		}
 		named[historyKey{Namespace: vs.Namespace, Target: vs.Spec.Target().Key(), Config: historyConfigKey(&vs.Spec)}] = true
 		if key, ok := targetOf(vs); ok {
 			byTarget[key] = append(byTarget[key], vs)
