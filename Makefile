@@ -337,8 +337,8 @@ RELOADER_MANAGER_ARGS ?=
 .PHONY: test-reloader
 test-reloader: build $(LOCALCLUSTER_BINS) ## Run Reloader's own e2e suite (RELOADER_DIR=checkout) against the configmapwatcher, or RELOADER_SUBJECT=reloader against Reloader; per-spec results in RELOADER_OUT.
 	@[ -n "$(RELOADER_DIR)" ] || { echo "RELOADER_DIR=<a checkout of github.com/stakater/Reloader> is required"; exit 2; }
-	cd test/reloadersuite && go build -o $(LOCALBIN)/reloadersuite .
-	$(LOCALBIN)/reloadersuite run --reloader-dir=$(RELOADER_DIR) --subject=$(RELOADER_SUBJECT) --suites=$(RELOADER_SUITES) \
+	cd test/reloadersuite && go build -o $(LOCALBIN)/reloadersuite-runner .
+	$(LOCALBIN)/reloadersuite-runner run --reloader-dir=$(RELOADER_DIR) --subject=$(RELOADER_SUBJECT) --suites=$(RELOADER_SUITES) \
 		--openshift-api-dir=$(OPENSHIFT_API_DIR) --baseline=$(RELOADER_BASELINE) --focus='$(RELOADER_FOCUS)' --label-filter='$(RELOADER_LABEL_FILTER)' --crds=$(RELOADER_CRDS) --argo-rollouts=$(RELOADER_ARGO_ROLLOUTS) --secrets-store-csi=$(RELOADER_SECRETS_STORE_CSI) \
 		$(foreach a,$(RELOADER_MANAGER_ARGS),--manager-args=$(a)) \
 		--out=$(RELOADER_OUT) --manager=$(MANAGER) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
@@ -366,8 +366,8 @@ VPA_MANAGER_ARGS ?=
 .PHONY: test-vpa
 test-vpa: build $(LOCALCLUSTER_BINS) ## Run the VPA's own e2e suite (VPA_DIR=checkout/vertical-pod-autoscaler) against the verticalscaler; per-spec results in VPA_OUT.
 	@[ -n "$(VPA_DIR)" ] || { echo "VPA_DIR=<the vertical-pod-autoscaler directory of a checkout of github.com/kubernetes/autoscaler> is required"; exit 2; }
-	cd test/vpasuite && go build -o $(LOCALBIN)/vpasuite .
-	$(LOCALBIN)/vpasuite run --vpa-dir=$(VPA_DIR) --suites=$(VPA_SUITES) --focus='$(VPA_FOCUS)' --nodes=$(VPA_NODES) --baseline=$(VPA_BASELINE) \
+	cd test/vpasuite && go build -o $(LOCALBIN)/vpasuite-runner .
+	$(LOCALBIN)/vpasuite-runner run --vpa-dir=$(VPA_DIR) --suites=$(VPA_SUITES) --focus='$(VPA_FOCUS)' --nodes=$(VPA_NODES) --baseline=$(VPA_BASELINE) \
 		$(foreach r,$(VPA_REPLACES),--replace=$(r)) $(foreach a,$(VPA_MANAGER_ARGS),--manager-args=$(a)) \
 		--out=$(VPA_OUT) --manager=$(MANAGER) --k8s-bin-dir=$(K8S_BIN) --kwok=$(KWOK) --kwok-stages=$(KWOK_STAGES) \
 		--kwok-metrics=$(KWOK_METRICS) --metrics-server=$(METRICS_SERVER)
