@@ -128,6 +128,9 @@ func run(args []string) error {
 		return err
 	}
 	defer stopCluster()
+	if err := registerWebhookStandIn(ctx, c.Client); err != nil {
+		return err
+	}
 
 	var results []suitereport.Result
 	for _, suite := range cfg.suites {
@@ -226,7 +229,7 @@ func runSuite(ctx context.Context, cfg runConfig, suite, suiteBinary, ginkgo, re
 	if cfg.focus != "" {
 		focus += ".*" + cfg.focus
 	}
-	args := []string{"--nodes=" + fmt.Sprint(cfg.nodes), "--focus=" + focus, "--json-report=" + report, "--output-dir=" + resultsDir, "-v"}
+	args := []string{"--nodes=" + fmt.Sprint(cfg.nodes), "--focus=" + focus, "--json-report=" + report, "--output-dir=" + resultsDir, "-v", "--no-color"}
 	if cfg.skip != "" {
 		args = append(args, "--skip="+cfg.skip)
 	}
@@ -240,6 +243,9 @@ func runSuite(ctx context.Context, cfg runConfig, suite, suiteBinary, ginkgo, re
 	began := time.Now()
 	fmt.Fprintf(os.Stderr, "Running the %s suite (log: %s)\n", suite, logPath)
 	cmd := exec.CommandContext(ctx, ginkgo, args...)
+	// Ginkgo's processes with it, so that an interrupted run leaves none behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// As `go test` would run it: in the package's directory.
 	cmd.Dir = filepath.Join(cfg.vpaDir, "test", "e2e", "v1")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
