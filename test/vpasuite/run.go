@@ -256,7 +256,26 @@ func runSuite(ctx context.Context, cfg runConfig, suite, suiteBinary, ginkgo, re
 	if err != nil {
 		return nil, fmt.Errorf("the %s suite wrote no report (%v); see %s", suite, runErr, logPath)
 	}
-	return suitereport.ReadGinkgoReport(suite, data)
+	results, err := suitereport.ReadGinkgoReport(suite, data)
+	if err != nil {
+		return nil, err
+	}
+	return ofSuite(suite, results), nil
+}
+
+// ofSuite keeps the results of suite's own specs and of the suite-wide nodes: the binary holds
+// every suite's specs, and those of Kubernetes' e2e framework, which the focus skips.
+func ofSuite(suite string, results []suitereport.Result) []suitereport.Result {
+	tag := "[VPA] [" + suite + "]"
+	var out []suitereport.Result
+	for _, r := range results {
+		// Suite-wide nodes are named by their type: [SynchronizedBeforeSuite], [AfterSuite], ...
+		node, _, _ := strings.Cut(r.Spec, "]")
+		if strings.Contains(r.Spec, tag) || strings.HasPrefix(node, "[") && strings.HasSuffix(node, "Suite") {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // startManager starts Switchboard's manager for suite and waits until it is ready; the

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/example/switchboard/internal/suitereport"
 )
 
 func TestParseRunFlagsRefusesBadInput(t *testing.T) {
@@ -93,5 +95,19 @@ func TestCRDDir(t *testing.T) {
 	}
 	if err := crdDir(dir, vpa, t.TempDir()); err == nil {
 		t.Error("a directory of our CRDs without any: no error")
+	}
+}
+
+func TestOfSuiteKeepsTheSuitesSpecs(t *testing.T) {
+	results := []suitereport.Result{
+		{Suite: "updater", Spec: "[sig-autoscaling] [VPA] [updater] [v1] Updater evicts pods", State: "passed"},
+		{Suite: "updater", Spec: "[sig-autoscaling] [VPA] [recommender] [v1] VPA CRD object serves recommendation", State: "skipped"},
+		{Suite: "updater", Spec: "[sig-apps] Deployment should run", State: "skipped"},
+		{Suite: "updater", Spec: "[SynchronizedBeforeSuite]", State: "failed"},
+	}
+	got := ofSuite("updater", results)
+	want := []suitereport.Result{results[0], results[3]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ofSuite (-want +got):\n%s", diff)
 	}
 }
