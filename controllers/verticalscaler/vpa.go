@@ -41,11 +41,13 @@ func NewVerticalPodAutoscaler() *unstructured.Unstructured {
 }
 
 // VPAReconciler acts on the Vertical Pod Autoscaler's own objects: for each
-// VerticalPodAutoscaler meant for its recommender it makes a VerticalScaler of the same name
-// that does what the VerticalPodAutoscaler asks and that it controls (the verticalscaler
-// controller sizes the workload through it, with the same recommender and the same guards), and
-// writes the VerticalScaler's recommendation and what stands in its way into the
-// VerticalPodAutoscaler's status, as the Vertical Pod Autoscaler's recommender would.
+// VerticalPodAutoscaler it makes a VerticalScaler of the same name that does what the
+// VerticalPodAutoscaler asks and that it controls (the verticalscaler controller sizes the
+// workload through it, with the same recommender and the same guards). For one meant for its
+// recommender it writes the VerticalScaler's recommendation and what stands in its way into the
+// VerticalPodAutoscaler's status, as the Vertical Pod Autoscaler's recommender would; for one of
+// another recommender it hands the recommendation that recommender writes to the
+// VerticalScaler, as the VPA's updater and admission controller apply it.
 type VPAReconciler struct {
 	Client client.Client
 	// APIReader reads uncached: whether a VerticalScaler of the name exists before the first
@@ -62,7 +64,9 @@ type VPAReconciler struct {
 }
 
 // Reconcile makes, keeps or removes the VerticalScaler of a VerticalPodAutoscaler and writes
-// the VerticalPodAutoscaler's status from it.
+// the VerticalPodAutoscaler's status from it; for a VerticalPodAutoscaler of another
+// recommender it passes the recommendation that recommender wrote to the VerticalScaler
+// instead.
 func (r *VPAReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	vpa := NewVerticalPodAutoscaler()
 	if err := r.Client.Get(ctx, req.NamespacedName, vpa); err != nil {
