@@ -41,12 +41,12 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 		controllers string
 		want        []string
 	}{
-		{"*", []string{"CronJob", "DaemonSet", "Job", "MyApp", "Pod", "ReplicaSet", "Rollout", "StatefulSet", "VerticalPodAutoscaler", "VerticalScaler"}},
+		{"*", []string{"CronJob", "DaemonSet", "Job", "MyApp", "Pod", "ReplicaSet", "Rollout", "StatefulSet", "VerticalPodAutoscaler", "VerticalPodAutoscalerCheckpoint", "VerticalScaler"}},
 		{"configmapwatcher", []string{"CronJob", "DaemonSet", "Deployment", "Job", "Rollout", "StatefulSet"}},
 		{"configmapwatcher-statefulsets", []string{"StatefulSet"}},
 		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "Deployment", "Job", "MyApp", "Rollout", "StatefulSet"}},
 		{"myapp", []string{"MyApp"}},
-		{"verticalscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalPodAutoscaler", "VerticalScaler"}},
+		{"verticalscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalPodAutoscaler", "VerticalPodAutoscalerCheckpoint", "VerticalScaler"}},
 		{"verticalscaler,-verticalpodautoscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
@@ -111,7 +111,7 @@ func TestCacheScopes(t *testing.T) {
 		{"watched namespaces without the ignored ones", []string{"--controllers=configmapwatcher-deployments", "--watch-namespaces=a,b,noisy", "--namespaces-to-ignore=noisy"},
 			map[string]string{"Deployment": "[a b] "}},
 		{"a kind another controller watches whole is not narrowed", []string{"--controllers=configmapwatcher-deployments,configmapwatcher-jobs,verticalscaler", "--namespaces-to-ignore=noisy"},
-			map[string]string{"Job": "[] metadata.namespace!=noisy", "VerticalScaler": "[] ", "VerticalPodAutoscaler": "[] ", "Pod": "[] ", "ReplicaSet": "[] ",
+			map[string]string{"Job": "[] metadata.namespace!=noisy", "VerticalScaler": "[] ", "VerticalPodAutoscaler": "[] ", "VerticalPodAutoscalerCheckpoint": "[] ", "Pod": "[] ", "ReplicaSet": "[] ",
 				"StatefulSet": "[] ", "DaemonSet": "[] ", "CronJob": "[] "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -319,8 +319,11 @@ func Table() []Controller {
 			// VerticalScaler applies.
 			ForPredicates: []predicate.Predicate{predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
 				verticalscaler.RecommendationWrittenElsewhere(&scaling.RecommenderName))},
-			// Its VerticalScalers' status changes are what it copies into the VPA's status.
-			Watches:  []Watch{{Object: &v1alpha1.VerticalScaler{}, How: Owns}},
+			// Its VerticalScalers' status changes are what it copies into the VPA's status; a
+			// checkpoint whose VPA is gone is collected by that VPA's reconcile.
+			Watches: []Watch{{Object: &v1alpha1.VerticalScaler{}, How: Owns},
+				{Object: verticalscaler.NewVerticalPodAutoscalerCheckpoint(), How: Maps, Map: verticalscaler.VerticalPodAutoscalerOfCheckpoint}},
+			Trims:    []Trim{{Object: verticalscaler.NewVerticalPodAutoscalerCheckpoint(), Transform: verticalscaler.TrimVPACheckpoint}},
 			Sources:  []sources.Name{sources.Periodic, sources.HTTPTrigger},
 			Optional: true,
 			New: func(mgr ctrl.Manager, _ *Options) (reconcile.Reconciler, error) {

@@ -70,8 +70,12 @@ type VPAReconciler struct {
 func (r *VPAReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	vpa := NewVerticalPodAutoscaler()
 	if err := r.Client.Get(ctx, req.NamespacedName, vpa); err != nil {
-		// A deleted VerticalPodAutoscaler's VerticalScaler goes with it: it is the owner.
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			// A deleted VerticalPodAutoscaler's VerticalScaler goes with it (it is the owner);
+			// its checkpoints are collected here.
+			return reconcile.Result{}, r.collectCheckpoints(ctx, req.NamespacedName)
+		}
+		return reconcile.Result{}, err
 	}
 	if vpa.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, nil

@@ -456,3 +456,35 @@ func TestVerticalPodAutoscalerIdleWhileTheVPARuns(t *testing.T) {
 		t.Errorf("with a checkpoint an hour old: /readyz/verticalpodautoscaler says %q, want it not idle", got)
 	}
 }
+
+// TestVerticalPodAutoscalerCheckpointsCollected: a VerticalPodAutoscalerCheckpoint whose
+// VerticalPodAutoscaler does not exist is deleted, as the VPA's recommender collects them; one of
+// an existing VerticalPodAutoscaler stays.
+func TestVerticalPodAutoscalerCheckpointsCollected(t *testing.T) {
+	ctx := context.Background()
+	ns := startVPAs(t)
+	newVPA(t, ns, "web", map[string]any{
+		"targetRef":    map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+		"updatePolicy": map[string]any{"updateMode": "Off"},
+	})
+	checkpoint := func(name, vpa string) *unstructured.Unstructured {
+		c := verticalscaler.NewVerticalPodAutoscalerCheckpoint()
+		c.SetNamespace(ns)
+		c.SetName(name)
+		c.Object["spec"] = map[string]any{"vpaObjectName": vpa, "containerName": "app"}
+		if err := env.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	orphan, kept := checkpoint("gone-app", "gone"), checkpoint("web-app", "web")
+	testenv.Eventually(t, timeout, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), orphan); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the checkpoint of a VerticalPodAutoscaler that does not exist: %v, want it deleted", err)
+		}
+		return nil
+	})
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(kept), kept); err != nil {
+		t.Errorf("the checkpoint of VerticalPodAutoscaler web: %v, want it kept", err)
+	}
+}
