@@ -17,8 +17,10 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/example/switchboard/internal/localcluster"
+	"github.com/example/switchboard/internal/manifests"
 )
 
 // BindClusterFlags binds the flags that say where the local cluster's programs are, with the
@@ -105,4 +107,41 @@ func Suites(list string, known []string) ([]string, error) {
 		return nil, errors.New("--suites names no suite")
 	}
 	return out, nil
+}
+
+// JobPodsCompleteStage is the kwok Stage that completes a Job's Pods as soon as they run. The
+// suites' Jobs run for minutes, as they would on a kubelet, and their specs check them while
+// they run: Reloader's csi spec waits for a running Job Pod's mount to rotate, the VPA's
+// recommender spec for a CronJob waits for its Pods to run and report usage.
+const JobPodsCompleteStage = "pod-complete"
+
+// WithoutStage writes the kwok Stages of stages, less the one named name, to dir, and returns
+// the file.
+func WithoutStage(stages, name, dir string) (string, error) {
+	data, err := os.ReadFile(stages)
+	if err != nil {
+		return "", fmt.Errorf("reading kwok stages: %w", err)
+	}
+	docs, err := manifests.Decode(data)
+	if err != nil {
+		return "", fmt.Errorf("kwok stages %s: %w", stages, err)
+	}
+	var out []byte
+	found := false
+	for _, doc := range docs {
+		if doc.GetKind() == "Stage" && doc.GetName() == name {
+			found = true
+			continue
+		}
+		y, err := yaml.Marshal(doc.Object)
+		if err != nil {
+			return "", err
+		}
+		out = append(append(out, "---\n"...), y...)
+	}
+	if !found {
+		return "", fmt.Errorf("kwok stages %s have no Stage %s", stages, name)
+	}
+	path := filepath.Join(dir, "kwok-stages.yaml")
+	return path, os.WriteFile(path, out, 0o644)
 }

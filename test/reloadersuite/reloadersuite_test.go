@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/example/switchboard/internal/manifests"
 )
@@ -203,41 +202,5 @@ func TestVaultStandIn(t *testing.T) {
 		if err := vaultCommand(store, bad); err == nil {
 			t.Errorf("vault %v: no error", bad)
 		}
-	}
-}
-
-func TestWithoutStage(t *testing.T) {
-	dir := t.TempDir()
-	stages := filepath.Join(dir, "stages.yaml")
-	stage := func(name string) string {
-		return "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata:\n  name: " + name + "\nspec:\n  next:\n    statusTemplate: |\n      phase: {{ .x | Quote }}\n"
-	}
-	if err := os.WriteFile(stages, []byte(stage("pod-ready")+"---\n"+stage("pod-complete")+"---\n"+stage("pod-delete")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := withoutStage(stages, "pod-complete", filepath.Join(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := manifests.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, d := range docs {
-		names = append(names, d.GetName())
-		if tmpl, _, _ := unstructured.NestedString(d.Object, "spec", "next", "statusTemplate"); tmpl != "phase: {{ .x | Quote }}\n" {
-			t.Errorf("Stage %s's template %q: want it as it was", d.GetName(), tmpl)
-		}
-	}
-	if diff := cmp.Diff([]string{"pod-ready", "pod-delete"}, names); diff != "" {
-		t.Errorf("Stages (-want +got):\n%s", diff)
-	}
-	if _, err := withoutStage(stages, "pod-missing", dir); err == nil {
-		t.Error("a Stage that is not there: no error")
 	}
 }

@@ -13,10 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/example/switchboard/internal/localcluster"
-	"github.com/example/switchboard/internal/manifests"
 	"github.com/example/switchboard/internal/suitereport"
 	"github.com/example/switchboard/internal/suiterun"
 )
@@ -206,7 +203,7 @@ func run(args []string) error {
 // addToCluster sets cfg.cluster up with what the suites look for beyond the local cluster:
 // the CRDs of cfg.crds, of Argo Rollouts (argoRollouts) and of the Secrets Store CSI driver,
 // the kwok configuration of its stand-in (csi.go), and kwok's Stages without the one that
-// completes Jobs' Pods at once (jobPodsCompleteStage), which it writes to stateDir. It returns the path of
+// completes Jobs' Pods at once (suiterun.JobPodsCompleteStage), which it writes to stateDir. It returns the path of
 // the Vault stand-in's secrets, or "" without the driver.
 func addToCluster(ctx context.Context, cfg *runConfig, modFlags []string, stateDir string) (vaultStore string, err error) {
 	var crds []string
@@ -228,7 +225,7 @@ func addToCluster(ctx context.Context, cfg *runConfig, modFlags []string, stateD
 		}
 		crds, cfg.cluster.KwokConfigs, vaultStore = append(crds, files...), append(cfg.cluster.KwokConfigs, exec), store
 	}
-	if cfg.cluster.KwokStages, err = withoutStage(cfg.cluster.KwokStages, jobPodsCompleteStage, stateDir); err != nil {
+	if cfg.cluster.KwokStages, err = suiterun.WithoutStage(cfg.cluster.KwokStages, suiterun.JobPodsCompleteStage, stateDir); err != nil {
 		return "", err
 	}
 	cfg.cluster.CRDDir = cfg.crds
@@ -310,41 +307,4 @@ func runSuite(ctx context.Context, cfg runConfig, suite, buildDir, resultsDir st
 		return nil, fmt.Errorf("the %s suite wrote no report (%v); see %s", suite, runErr, logPath)
 	}
 	return suitereport.ReadGinkgoReport(suite, data)
-}
-
-// jobPodsCompleteStage is the kwok Stage that completes a Job's Pods as soon as they run. The
-// suites' Jobs run `sleep 300`, which a kubelet would still be running when they check them:
-// the csi spec of a Job waits for the Job's running Pod's mount to rotate, and the driver does
-// not rotate the mounts of a finished Pod.
-const jobPodsCompleteStage = "pod-complete"
-
-// withoutStage writes the kwok Stages of stages, less the one named name, to dir, and returns
-// the file.
-func withoutStage(stages, name, dir string) (string, error) {
-	data, err := os.ReadFile(stages)
-	if err != nil {
-		return "", fmt.Errorf("reading kwok stages: %w", err)
-	}
-	docs, err := manifests.Decode(data)
-	if err != nil {
-		return "", fmt.Errorf("kwok stages %s: %w", stages, err)
-	}
-	var out []byte
-	found := false
-	for _, doc := range docs {
-		if doc.GetKind() == "Stage" && doc.GetName() == name {
-			found = true
-			continue
-		}
-		y, err := yaml.Marshal(doc.Object)
-		if err != nil {
-			return "", err
-		}
-		out = append(append(out, "---\n"...), y...)
-	}
-	if !found {
-		return "", fmt.Errorf("kwok stages %s have no Stage %s", stages, name)
-	}
-	path := filepath.Join(dir, "kwok-stages.yaml")
-	return path, os.WriteFile(path, out, 0o644)
 }

@@ -118,6 +118,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The suites' CronJob Pods run until they are stopped, as on a kubelet.
+	if cfg.cluster.KwokStages, err = suiterun.WithoutStage(cfg.cluster.KwokStages, suiterun.JobPodsCompleteStage, buildDir); err != nil {
+		return err
+	}
 	cfg.cluster.CRDDir = filepath.Join(cfg.out, "crds")
 	if err := crdDir(cfg.cluster.CRDDir, filepath.Join(cfg.vpaDir, "deploy", "vpa-v1-crd-gen.yaml"), cfg.crds); err != nil {
 		return err
