@@ -340,13 +340,6 @@ func createGone(t *testing.T, obj client.Object) {
 	})
 }
 
-// settleVPAs waits until the verticalpodautoscaler controller is quiet.
-func settleVPAs(t *testing.T) {
-	t.Helper()
-	testenv.WaitQuiet(t, testenv.InProcess, testenv.Quiet{Controllers: []string{verticalscaler.VPAControllerName},
-		Idle: true, For: time.Second, Interval: time.Second, Timeout: timeout})
-}
-
 // TestVerticalPodAutoscalerHistoryCarriesOver: the VPA recommender's checkpoint of a container
 // (two days of CPU usage near 2 cores) is read when the VerticalScaler made from the
 // VerticalPodAutoscaler starts, so that its first recommendation rests on that history, not on

@@ -303,11 +303,16 @@ func startManager(ctx context.Context, cfg runConfig, suite, kubeconfig, logPath
 	go func() { exited <- cmd.Wait() }()
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
+		var err error
 		select {
-		case <-exited:
+		case err = <-exited:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			err = fmt.Errorf("killed after 30s: %w", <-exited)
+		}
+		if err != nil {
+			// A manager that stopped badly may explain failed specs; the run goes on.
+			fmt.Fprintf(os.Stderr, "The manager for the %s suite did not stop cleanly (%v); see %s\n", suite, err, logPath)
 		}
 		_ = logFile.Close()
 	}
