@@ -51,7 +51,7 @@ func parseRunFlags(args []string) (runConfig, error) {
 	fs.StringVar(&cfg.out, "out", filepath.Join("bin", "vpasuite"), "directory for the builds, the cluster, the logs and the results")
 	fs.StringVar(&cfg.manager, "manager", filepath.Join("bin", "manager"), "Switchboard's manager binary")
 	fs.StringVar(&cfg.crds, "crds", filepath.Join("config", "crd", "bases"), "Switchboard's CustomResourceDefinitions, installed with the VPA's (the checkout's deploy/vpa-v1-crd-gen.yaml)")
-	fs.StringVar(&cfg.focus, "focus", "", "Ginkgo's --focus, within each suite")
+	fs.StringVar(&cfg.focus, "focus", "", "Ginkgo's --focus, within each suite: a regular expression one of the suite's specs must match")
 	fs.StringVar(&cfg.skip, "skip", skipByDefault, "Ginkgo's --skip; the default is the VPA's own (its specs behind feature gates that are off by default)")
 	fs.IntVar(&cfg.nodes, "nodes", 4, "Ginkgo's --nodes: specs run in parallel processes, as the VPA's NUMPROC (its [Serial] specs run alone at the end)")
 	fs.Func("replace", "a go.mod replace (old=new, as go mod edit -replace takes it) for building the suite where the module proxy does not serve a version the checkout's test/go.mod pins; applied to a copy of that go.mod, never to the checkout; may be given several times", func(s string) error {
@@ -231,7 +231,7 @@ func runSuite(ctx context.Context, cfg runConfig, suite, suiteBinary, ginkgo, re
 	_ = os.Remove(filepath.Join(resultsDir, report))
 	focus := `\[VPA\] \[` + suite + `\]`
 	if cfg.focus != "" {
-		focus += ".*" + cfg.focus
+		focus += ".*(?:" + cfg.focus + ")"
 	}
 	args := []string{"--nodes=" + fmt.Sprint(cfg.nodes), "--focus=" + focus, "--json-report=" + report, "--output-dir=" + resultsDir, "-v", "--no-color"}
 	if cfg.skip != "" {
