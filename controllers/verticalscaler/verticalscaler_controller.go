@@ -219,9 +219,11 @@ func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 	if from != nil {
 		policy = from.Policy
 	}
-	estimates := estimatesOf(from, obs.target.key)
+	var estimates map[string]v1alpha1.ContainerRecommendation
 	if obs.elsewhere != "" {
 		estimates = writtenTargets(from, obs.target.key)
+	} else {
+		estimates = estimatesOf(from, obs.target.key)
 	}
 	var containers []corev1.Container
 	if template := obs.target.template(); template != nil {
