@@ -41,13 +41,13 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 		controllers string
 		want        []string
 	}{
-		{"*", []string{"CronJob", "DaemonSet", "Job", "MyApp", "Pod", "ReplicaSet", "Rollout", "StatefulSet", "VerticalPodAutoscaler", "VerticalPodAutoscalerCheckpoint", "VerticalScaler"}},
+		{"*", []string{"CronJob", "DaemonSet", "Job", "LimitRange", "MyApp", "Pod", "ReplicaSet", "Rollout", "StatefulSet", "VerticalPodAutoscaler", "VerticalPodAutoscalerCheckpoint", "VerticalScaler"}},
 		{"configmapwatcher", []string{"CronJob", "DaemonSet", "Deployment", "Job", "Rollout", "StatefulSet"}},
 		{"configmapwatcher-statefulsets", []string{"StatefulSet"}},
 		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "Deployment", "Job", "MyApp", "Rollout", "StatefulSet"}},
 		{"myapp", []string{"MyApp"}},
-		{"verticalscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalPodAutoscaler", "VerticalPodAutoscalerCheckpoint", "VerticalScaler"}},
-		{"verticalscaler,-verticalpodautoscaler", []string{"CronJob", "DaemonSet", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
+		{"verticalscaler", []string{"CronJob", "DaemonSet", "LimitRange", "Pod", "ReplicaSet", "StatefulSet", "VerticalPodAutoscaler", "VerticalPodAutoscalerCheckpoint", "VerticalScaler"}},
+		{"verticalscaler,-verticalpodautoscaler", []string{"CronJob", "DaemonSet", "LimitRange", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
 			o := NewOptions()
@@ -70,7 +70,8 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 
 // TestShardCachesUnshardedKindsWhole: with --watch-label-selector, every kind but those a row
 // says carry no shard label is cached through the selector; the verticalscaler's Pods and
-// ReplicaSets, which take their labels from a Pod template, are cached whole.
+// ReplicaSets, which take their labels from a Pod template, and LimitRanges, which bear on
+// every workload of their namespace, are cached whole.
 func TestShardCachesUnshardedKindsWhole(t *testing.T) {
 	o := NewOptions()
 	o.Controllers = "verticalscaler"
@@ -89,7 +90,7 @@ func TestShardCachesUnshardedKindsWhole(t *testing.T) {
 			got[kindOf(obj)] = entry.Label.String()
 		}
 	}
-	if diff := cmp.Diff(map[string]string{"Pod": "", "ReplicaSet": ""}, got); diff != "" {
+	if diff := cmp.Diff(map[string]string{"LimitRange": "", "Pod": "", "ReplicaSet": ""}, got); diff != "" {
 		t.Errorf("kinds cached through a selector of their own (-want +got):\n%s", diff)
 	}
 }
@@ -111,7 +112,7 @@ func TestCacheScopes(t *testing.T) {
 		{"watched namespaces without the ignored ones", []string{"--controllers=configmapwatcher-deployments", "--watch-namespaces=a,b,noisy", "--namespaces-to-ignore=noisy"},
 			map[string]string{"Deployment": "[a b] "}},
 		{"a kind another controller watches whole is not narrowed", []string{"--controllers=configmapwatcher-deployments,configmapwatcher-jobs,verticalscaler", "--namespaces-to-ignore=noisy"},
-			map[string]string{"Job": "[] metadata.namespace!=noisy", "VerticalScaler": "[] ", "VerticalPodAutoscaler": "[] ", "VerticalPodAutoscalerCheckpoint": "[] ", "Pod": "[] ", "ReplicaSet": "[] ",
+			map[string]string{"Job": "[] metadata.namespace!=noisy", "VerticalScaler": "[] ", "VerticalPodAutoscaler": "[] ", "VerticalPodAutoscalerCheckpoint": "[] ", "Pod": "[] ", "ReplicaSet": "[] ", "LimitRange": "[] ",
 				"StatefulSet": "[] ", "DaemonSet": "[] ", "CronJob": "[] "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

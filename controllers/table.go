@@ -74,7 +74,8 @@ type Controller struct {
 	// strips managed fields from every other kind: a Deployment's can be several KiB.
 	ReadsManagedFieldsOf []client.Object
 	// Unsharded are the watched kinds whose objects carry no shard label (a workload's Pods and
-	// ReplicaSets take their labels from its Pod template, not from it): a manager with
+	// ReplicaSets take their labels from its Pod template, not from it; a LimitRange belongs
+	// to its namespace's workloads): a manager with
 	// --watch-label-selector caches every object of these kinds, since the shard's workloads
 	// own some of them.
 	Unsharded []client.Object
@@ -289,7 +290,7 @@ func Table() []Controller {
 			}},
 			Fallbacks:            verticalScalerFallbacks,
 			ReadsManagedFieldsOf: verticalscaler.ManagedFieldsKinds(),
-			Unsharded:            []client.Object{&appsv1.ReplicaSet{}, &corev1.Pod{}},
+			Unsharded:            []client.Object{&appsv1.ReplicaSet{}, &corev1.Pod{}, &corev1.LimitRange{}},
 			Trims: []Trim{{Object: &appsv1.ReplicaSet{}, Transform: verticalscaler.TrimReplicaSet},
 				{Object: &corev1.Pod{}, Transform: verticalscaler.TrimPod}},
 			New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {
@@ -360,16 +361,19 @@ func verticalScalerFallbacks(m apifeatures.Missing) []Fallback {
 
 // verticalScalerWatches are the verticalscaler's watches: every workload kind it knows, mapped
 // to the VerticalScalers that name an object through the index of targets, and Pods, mapped to
-// the VerticalScalers whose recorded selector selects them. The Pod informer also feeds the
-// usage poller (Pods and their OOM kills).
+// the VerticalScalers whose recorded selector selects them, LimitRanges, mapped to the
+// VerticalScalers of their namespace, and VerticalScalers in conflict. The Pod informer also
+// feeds the usage poller (Pods and their OOM kills).
 func verticalScalerWatches() []Watch {
-	watches := make([]Watch, 0, len(verticalscaler.TemplateKinds)+2)
+	watches := make([]Watch, 0, len(verticalscaler.TemplateKinds)+3)
 	for _, k := range verticalscaler.TemplateKinds {
 		watches = append(watches, Watch{Object: k.New(), How: Maps, Map: verticalscaler.VerticalScalersOf(k),
 			Predicates: []predicate.Predicate{verticalscaler.WorkloadChanged(k)}})
 	}
 	return append(watches, Watch{Object: &corev1.Pod{}, How: Maps, Map: verticalscaler.VerticalScalersOfPod,
 		Predicates: []predicate.Predicate{verticalscaler.PodChanged()}},
+		// What a target's Pods may be given depends on its namespace's LimitRanges.
+		Watch{Object: &corev1.LimitRange{}, How: Maps, Map: verticalscaler.VerticalScalersOfLimitRange},
 		// A VerticalScaler that goes, or names another workload, may end another's conflict.
 		Watch{Object: &v1alpha1.VerticalScaler{}, How: Maps, Map: verticalscaler.VerticalScalersInConflict,
 			Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}})

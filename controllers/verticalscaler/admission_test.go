@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -154,6 +155,61 @@ func TestAdmissionKeepsPodsValid(t *testing.T) {
 	if got := newPodFromTemplate(t, renamed).Spec.Containers; len(got) != 1 || got[0].Name != "main" {
 		t.Errorf("a Pod without container app has containers %v, want its own only", got)
 	}
+}
+
+// TestNewPodsFitTheNamespaceLimitRange: what the admission policy gives new Pods stays within
+// the namespace's LimitRange, as the VPA keeps it: the request whose limit, in the template's
+// ratio, is the LimitRange's max, so that the API server admits the Pod. A change of the
+// LimitRange reaches the controller.
+func TestNewPodsFitTheNamespaceLimitRange(t *testing.T) {
+	env.StartManager(t, updating...)
+	ctx := context.Background()
+	ns := env.Namespace(t, "vs-")
+	env.BindAdmissionPolicy(t, testenv.PodResourcesPolicyFile, ns, nil)
+	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "max"}, Spec: corev1.LimitRangeSpec{
+		Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Max: list("300m", "")}}}}
+	if err := env.Client.Create(ctx, lr); err != nil {
+		t.Fatal(err)
+	}
+	d := newDeployment(t, ns, "web", corev1.ResourceRequirements{Requests: list("100m", "100Mi"), Limits: list("150m", "")})
+	runningPod(t, ns, "web", "web-0", list("100m", "100Mi"), "cpu=500m,memory=300Mi")
+	vs := newScaler(t, ns, "web", "web", v1alpha1.UpdateModeInitial)
+	podCPU := func(request, limit string) {
+		t.Helper()
+		testenv.Eventually(t, timeout, func() error {
+			if err := get(vs); err != nil {
+				return err
+			}
+			if len(vs.Status.PodResources) != 1 {
+				return fmt.Errorf("podResources %v, want the container's", vs.Status.PodResources)
+			}
+			got := vs.Status.PodResources[0]
+			if got.Requests.Cpu().Cmp(resource.MustParse(request)) != 0 || got.Limits.Cpu().Cmp(resource.MustParse(limit)) != 0 {
+				return fmt.Errorf("podResources request CPU %s, limit %s; want %s and %s", got.Requests.Cpu(), got.Limits.Cpu(), request, limit)
+			}
+			if rec := vs.Status.Recommendation.ContainerRecommendations[0].Target.Cpu(); rec.Cmp(resource.MustParse(request)) <= 0 {
+				return fmt.Errorf("the recommended CPU %s is not above the capped %s: the test shows nothing", rec, request)
+			}
+			return nil
+		})
+		testenv.Eventually(t, timeout, func() error {
+			got := newPodFromTemplate(t, d).Spec.Containers[0].Resources
+			if got.Requests.Cpu().Cmp(resource.MustParse(request)) != 0 || got.Limits.Cpu().Cmp(resource.MustParse(limit)) != 0 {
+				return fmt.Errorf("a new Pod requests CPU %s, limit %s; want %s and %s", got.Requests.Cpu(), got.Limits.Cpu(), request, limit)
+			}
+			return nil
+		})
+	}
+	// The template's limit is 1.5 times its request, and the max 300m.
+	podCPU("200m", "300m")
+
+	lr.Spec.Limits[0].Max = list("450m", "")
+	lr.Spec.Limits[0].Default = nil
+	lr.Spec.Limits[0].DefaultRequest = nil
+	if err := env.Client.Update(ctx, lr); err != nil {
+		t.Fatal(err)
+	}
+	podCPU("300m", "450m")
 }
 
 // TestInitialSaysWhetherNewPodsAreSized: in Initial, Applied says the admission policy sizes new

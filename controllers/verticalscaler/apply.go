@@ -109,9 +109,12 @@ func untilNextApply(last *time.Time, now time.Time, interval time.Duration) time
 	return max(0, last.Add(interval).Sub(now))
 }
 
-// desiredResourcesOf returns, per recommended container of the Pod template with a
-// recommendation, the resources the controller wants it to have.
-func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, rec *v1alpha1.Recommendation) map[string]corev1.ResourceRequirements {
+// desiredResourcesOf returns rec brought within the namespace's LimitRanges for containers
+// (capToLimitRanges), and per container with a recommendation there, the resources the
+// controller wants it to have: desiredResources of the resources the API server would admit.
+func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, rec *v1alpha1.Recommendation,
+	ranges limitRanges) (*v1alpha1.Recommendation, map[string]corev1.ResourceRequirements) {
+	rec = capToLimitRanges(spec, containers, rec, ranges)
 	byName := map[string]v1alpha1.ContainerRecommendation{}
 	for _, c := range rec.ContainerRecommendations {
 		byName[c.ContainerName] = c
@@ -122,11 +125,11 @@ func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.C
 		if !ok {
 			continue
 		}
-		if res := desiredResources(c.Resources, r, recommender.ContainerPolicyFor(spec, c.Name)); len(res.Requests) > 0 {
+		if res := desiredResources(ranges.admitted(c.Resources), r, recommender.ContainerPolicyFor(spec, c.Name)); len(res.Requests) > 0 {
 			out[c.Name] = res
 		}
 	}
-	return out
+	return rec, out
 }
 
 // desiredTemplate is the apply configuration of the Pod template fields the controller owns:
@@ -167,7 +170,11 @@ func desiredTemplate(template *corev1.PodTemplateSpec, desired map[string]corev1
 func (r *Reconciler) writeTemplate(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) (applyState, error) {
 	template := w.template()
 	containers := recommender.RecommendedContainers(&template.Spec)
-	desired := desiredResourcesOf(&vs.Spec, containers, rec)
+	ranges, err := limitRangesIn(ctx, r.Client, vs.Namespace)
+	if err != nil {
+		return applyState{}, err
+	}
+	rec, desired := desiredResourcesOf(&vs.Spec, containers, rec, ranges)
 	if len(desired) == 0 {
 		return applyState{reason: v1alpha1.ReasonNoRecommendation, message: "No controlled resource of any container has a recommendation"}, nil
 	}
@@ -192,7 +199,6 @@ func (r *Reconciler) writeTemplate(ctx context.Context, vs *v1alpha1.VerticalSca
 	}
 	var owned runtime.ApplyConfiguration
 	if w.kind.Extract != nil {
-		var err error
 		if owned, err = w.kind.Extract(w.object, ControllerName); err != nil {
 			return applyState{}, fmt.Errorf("reading the fields %s owns on %s: %w", ControllerName, w.key, err)
 		}

@@ -167,7 +167,7 @@ func TestTrimmedPodDecidesAsTheWholePod(t *testing.T) {
 		Live, Available bool
 	}
 	decide := func(p *corev1.Pod, inPlace bool) decision {
-		plan := planPod(spec, rec, p, inPlace, limits, now)
+		plan := planPod(spec, rec, limitRanges{}, p, inPlace, limits, now)
 		return decision{Action: plan.action, Why: plan.why, Recheck: plan.recheck, Desired: plan.desired, Live: live(p), Available: available(p)}
 	}
 	for name, p := range pods {

@@ -108,9 +108,9 @@ func resizeCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCond
 // planPod decides what pod needs to carry rec at now. In place (InPlaceOrRecreate), a Pod whose
 // spec already asks for the recommendation may still wait for the kubelet, or have failed to
 // get it.
-func planPod(spec *v1alpha1.VerticalScalerSpec, rec *v1alpha1.Recommendation, pod *corev1.Pod, inPlace bool, limits UpdateLimits, now time.Time) podPlan {
+func planPod(spec *v1alpha1.VerticalScalerSpec, rec *v1alpha1.Recommendation, ranges limitRanges, pod *corev1.Pod, inPlace bool, limits UpdateLimits, now time.Time) podPlan {
 	p := podPlan{pod: pod, containers: recommender.RecommendedContainers(&pod.Spec)}
-	p.desired = desiredResourcesOf(spec, p.containers, rec)
+	rec, p.desired = desiredResourcesOf(spec, p.containers, rec, ranges)
 	if off := offRequests(p.containers, p.desired, rec); len(off) > 0 {
 		p.action, p.why = podOff, strings.Join(off, "; ")
 		return p
@@ -251,6 +251,10 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 	if err := r.Client.List(ctx, &list, client.InNamespace(vs.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return applyState{}, fmt.Errorf("listing the Pods of %s: %w", w.key, err)
 	}
+	ranges, err := limitRangesIn(ctx, r.Client, vs.Namespace)
+	if err != nil {
+		return applyState{}, err
+	}
 	now := time.Now()
 	var plans []podPlan
 	liveCount, unavailable := 0, 0
@@ -270,7 +274,7 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 		if pod.Spec.NodeName == "" {
 			continue
 		}
-		plans = append(plans, planPod(&vs.Spec, rec, pod, inPlace, r.Limits, now))
+		plans = append(plans, planPod(&vs.Spec, rec, ranges, pod, inPlace, r.Limits, now))
 	}
 	slices.SortFunc(plans, func(a, b podPlan) int { return strings.Compare(a.pod.Name, b.pod.Name) })
 

@@ -51,7 +51,7 @@ func TestPlanPod(t *testing.T) {
 		{"Recreate ignores resize conditions", pod("500m", pending(corev1.PodReasonInfeasible, time.Second)), false, podCarries, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := planPod(spec, rec, tc.pod, tc.inPlace, limits, now)
+			got := planPod(spec, rec, limitRanges{}, tc.pod, tc.inPlace, limits, now)
 			if got.action != tc.want || !strings.Contains(got.why, tc.says) {
 				t.Errorf("action %d %q, want %d saying %q", got.action, got.why, tc.want, tc.says)
 			}

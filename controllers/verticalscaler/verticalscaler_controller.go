@@ -293,7 +293,11 @@ func (r *Reconciler) podResources(ctx context.Context, vs *v1alpha1.VerticalScal
 		spec = &pods.Items[0].Spec
 	}
 	containers := recommender.RecommendedContainers(spec)
-	desired := desiredResourcesOf(&vs.Spec, containers, rec)
+	ranges, err := limitRangesIn(ctx, r.Client, vs.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	_, desired := desiredResourcesOf(&vs.Spec, containers, rec, ranges)
 	var out []v1alpha1.ContainerResources
 	for _, c := range containers {
 		if d, ok := desired[c.Name]; ok {
