@@ -350,7 +350,7 @@ func verticalScalerFallbacks(m apifeatures.Missing) []Fallback {
 	var out []Fallback
 	if m.MutatingAdmissionPolicy {
 		out = append(out, Fallback{Feature: apifeatures.MutatingAdmissionPolicy,
-			Instead: "no admission policy sizes new Pods: they start as their template says; updateMode Initial sizes no Pod (Applied=False, AdmissionPolicyUnavailable), InPlaceOrRecreate resizes new Pods once they run, Recreate writes the Pod template of the kinds that roll on it and evicts no Pod of the others (AdmissionPolicyUnavailable: their replacements would start as before)"})
+			Instead: "no admission policy sizes new Pods: they start as their template says; updateMode Initial sizes no Pod (Applied=False, AdmissionPolicyUnavailable), InPlaceOrRecreate resizes new Pods once they run, Recreate writes the Pod template of the kinds that roll on it, also where updatePolicy.recreateBy is Eviction, and evicts no Pod of the others (AdmissionPolicyUnavailable: their replacements would start as before)"})
 	}
 	if m.PodResize {
 		out = append(out, Fallback{Feature: apifeatures.PodResize,

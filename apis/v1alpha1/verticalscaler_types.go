@@ -60,8 +60,36 @@ type EvictionRequirement struct {
 	ChangeRequirement ChangeRequirement `json:"changeRequirement"`
 }
 
+// RecreateMethod says how Recreate and Auto replace the Pods of a workload whose controller
+// replaces its Pods on a change of its Pod template.
+// +kubebuilder:validation:Enum=Rollout;Eviction
+type RecreateMethod string
+
+// The recreate methods.
+const (
+	// RecreateByRollout writes the workload's Pod template; its controller replaces the Pods as
+	// its update strategy says.
+	RecreateByRollout RecreateMethod = "Rollout"
+	// RecreateByEviction leaves the Pod template alone and evicts the Pods whose requests are
+	// off through the Eviction API, as the Vertical Pod Autoscaler's updater does; the
+	// admission policy sizes their replacements.
+	RecreateByEviction RecreateMethod = "Eviction"
+)
+
 // UpdatePolicy guards the changes to a target's running Pods.
 type UpdatePolicy struct {
+	// RecreateBy says how Recreate and Auto replace the Pods of a Deployment, StatefulSet,
+	// DaemonSet or CronJob. Rollout (the default) writes the Pod template, and the workload's
+	// controller rolls the Pods out as its update strategy says. Eviction leaves the template
+	// alone and evicts the Pods through the Eviction API, within minReplicas,
+	// --max-unavailable-per-workload and PodDisruptionBudgets, as the Vertical Pod Autoscaler
+	// does, and the admission policy sizes their replacements; where the API server serves no
+	// MutatingAdmissionPolicy, which would size them, the template is written instead, and the
+	// Applied condition says so. The Pods of other kinds are always evicted. A VerticalScaler
+	// made from a VerticalPodAutoscaler says Eviction.
+	// +optional
+	RecreateBy RecreateMethod `json:"recreateBy,omitempty"`
+
 	// MinReplicas is the least number of the target's live Pods for the controller to evict
 	// one; default --min-replicas (2), as the Vertical Pod Autoscaler's. A resize in place
 	// needs none.

@@ -235,6 +235,9 @@ func changesRunningPods(vs *v1alpha1.VerticalScaler) bool {
 	case v1alpha1.UpdateModeInPlaceOrRecreate:
 		return true
 	case v1alpha1.UpdateModeRecreate, v1alpha1.UpdateModeAuto:
+		if recreatesByEviction(&vs.Spec) {
+			return true
+		}
 		for _, k := range TemplateKinds {
 			if k.RollsOnTemplateChange && strings.HasPrefix(vs.Status.Target, k.Key("")) {
 				return false
@@ -243,4 +246,10 @@ func changesRunningPods(vs *v1alpha1.VerticalScaler) bool {
 		return true
 	}
 	return false
+}
+
+// recreatesByEviction says whether spec's updatePolicy asks Recreate and Auto to evict the Pods
+// of the kinds that roll on a template change, rather than write their template.
+func recreatesByEviction(spec *v1alpha1.VerticalScalerSpec) bool {
+	return spec.UpdatePolicy != nil && spec.UpdatePolicy.RecreateBy == v1alpha1.RecreateByEviction
 }

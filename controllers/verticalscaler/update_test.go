@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -171,6 +172,38 @@ func TestRecreateEvictsOneAtATimeAboveMinReplicas(t *testing.T) {
 	time.Sleep(time.Second)
 	if got := evicted(podsOf(t, ns, "rs")); len(got) != 0 {
 		t.Errorf("evicting %v with fewer live Pods than minReplicas", got)
+	}
+}
+
+// TestRecreateByEvictionLeavesTheTemplateAlone: with updatePolicy.recreateBy Eviction, Recreate
+// replaces the Pods of a Deployment as the VPA's updater does: it never writes the template, a
+// single Pod stays (minReplicas 2), and of two Pods one is evicted.
+func TestRecreateByEvictionLeavesTheTemplateAlone(t *testing.T) {
+	testenv.NeedsAdmissionPolicies(t, env.Config, noEvictionWithoutThePolicy)
+	env.StartManager(t, updating...)
+	ns := env.Namespace(t, "vs-")
+	ref := newWorkload(t, ns, "Deployment", "web")
+	runningPod(t, ns, "web", "web-0", list("100m", "100Mi"), "cpu=500m,memory=300Mi")
+	vs := newTargetScalerWith(t, ns, "web", v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeRecreate,
+		UpdatePolicy: &v1alpha1.UpdatePolicy{RecreateBy: v1alpha1.RecreateByEviction}})
+	c := waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonMinReplicas)
+	if !strings.Contains(c.Message, "has 1 live Pods, fewer than minReplicas 2") {
+		t.Errorf("Applied says %q, want the minReplicas it waits for", c.Message)
+	}
+
+	runningPod(t, ns, "web", "web-1", list("100m", "100Mi"), "cpu=500m,memory=300Mi")
+	testenv.Eventually(t, timeout, func() error {
+		if got := evicted(podsOf(t, ns, "web")); len(got) != 1 {
+			return fmt.Errorf("evicting %v, want one Pod", got)
+		}
+		return nil
+	})
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	if err := get(d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Generation != 1 {
+		t.Errorf("the Deployment is at generation %d, want 1: its template was written", d.Generation)
 	}
 }
 

@@ -250,9 +250,13 @@ func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *
 				message: "updateMode is Initial, but the API server serves no MutatingAdmissionPolicy, so no admission policy gives new Pods the recommendation: they start as their template says (InPlaceOrRecreate would resize them once they run)"}
 		}
 	case v1alpha1.UpdateModeRecreate, v1alpha1.UpdateModeAuto:
+		evict := recreatesByEviction(&vs.Spec) && !r.Missing.MutatingAdmissionPolicy
 		switch {
-		case w.object != nil && w.kind.RollsOnTemplateChange:
+		case w.object != nil && w.kind.RollsOnTemplateChange && !evict:
 			state, err = r.writeTemplate(ctx, vs, w, rec)
+			if err == nil && recreatesByEviction(&vs.Spec) {
+				state.message += " (recreateBy is Eviction, but the API server serves no MutatingAdmissionPolicy to size the replacements of evicted Pods: the Pod template is written instead)"
+			}
 		case r.Missing.MutatingAdmissionPolicy:
 			state = applyState{reason: v1alpha1.ReasonAdmissionPolicyUnavailable,
 				message: fmt.Sprintf("updateMode is %s and %s does not roll on a template change, so its Pods would be evicted; but the API server serves no MutatingAdmissionPolicy, so their replacements would start as before: none is evicted (InPlaceOrRecreate would resize them)", vs.Spec.UpdateMode, w.key)}

@@ -119,8 +119,10 @@ func targetRefOf(ref *autoscalingv1.CrossVersionObjectReference) (*v1alpha1.Targ
 // updatePolicyOf is the update mode and policy of a VerticalPodAutoscaler's updatePolicy.
 func updatePolicyOf(in *vpav1.PodUpdatePolicy) (v1alpha1.UpdateMode, *v1alpha1.UpdatePolicy, []string) {
 	mode := v1alpha1.UpdateModeRecreate
+	// The VPA's updater evicts Pods, whatever their workload's kind.
+	policy := &v1alpha1.UpdatePolicy{RecreateBy: v1alpha1.RecreateByEviction}
 	if in == nil {
-		return mode, nil, nil
+		return mode, policy, nil
 	}
 	var problems []string
 	if in.UpdateMode != nil && *in.UpdateMode != "" {
@@ -136,10 +138,7 @@ func updatePolicyOf(in *vpav1.PodUpdatePolicy) (v1alpha1.UpdateMode, *v1alpha1.U
 	if in.EvictAfterOOMSeconds != nil {
 		problems = append(problems, "spec.updatePolicy.evictAfterOOMSeconds: not supported: a container killed for lack of memory raises its recommendation, and its Pod is changed as the update mode says")
 	}
-	if in.MinReplicas == nil && len(in.EvictionRequirements) == 0 {
-		return mode, nil, problems
-	}
-	policy := &v1alpha1.UpdatePolicy{MinReplicas: in.MinReplicas}
+	policy.MinReplicas = in.MinReplicas
 	for i, r := range in.EvictionRequirements {
 		if r == nil {
 			problems = append(problems, fmt.Sprintf("spec.updatePolicy.evictionRequirements[%d]: null", i))

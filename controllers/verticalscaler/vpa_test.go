@@ -137,7 +137,7 @@ func TestVerticalPodAutoscalerIsCarriedOut(t *testing.T) {
 	}
 	wantSpec := v1alpha1.VerticalScalerSpec{
 		TargetRef:  &v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-		UpdateMode: v1alpha1.UpdateModeOff,
+		UpdateMode: v1alpha1.UpdateModeOff, UpdatePolicy: &v1alpha1.UpdatePolicy{RecreateBy: v1alpha1.RecreateByEviction},
 		ContainerPolicies: []v1alpha1.ContainerPolicy{
 			{ContainerName: "sidecar", Mode: v1alpha1.ContainerModeOff, ControlledValues: v1alpha1.ControlledRequestsAndLimits},
 			{ContainerName: "*", Mode: v1alpha1.ContainerModeAuto, ControlledValues: v1alpha1.ControlledRequestsAndLimits,
@@ -220,14 +220,17 @@ func TestVerticalPodAutoscalerOfAnotherRecommender(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, vpa); err != nil {
 		t.Fatal(err)
 	}
+	// What the admission policy gives the Deployment's new Pods (the VPA evicts the running ones).
 	want := list("200m", "200Mi")
 	testenv.Eventually(t, timeout, func() error {
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-		if err := get(d); err != nil {
+		if err := get(vs); err != nil {
 			return err
 		}
-		if got := d.Spec.Template.Spec.Containers[0].Resources.Requests; !cmp.Equal(want, got, compare.Quantities) {
-			return fmt.Errorf("app's requests = %v, want %v: the written target within maxAllowed", got, want)
+		if len(vs.Status.PodResources) != 1 {
+			return fmt.Errorf("podResources %+v, want app's", vs.Status.PodResources)
+		}
+		if got := vs.Status.PodResources[0].Requests; !cmp.Equal(want, got, compare.Quantities) {
+			return fmt.Errorf("app's requests at admission = %v, want %v: the written target within maxAllowed", got, want)
 		}
 		return nil
 	})

@@ -18,6 +18,8 @@ import (
 )
 
 func TestScalerSpecOf(t *testing.T) {
+	// The VPA's updater evicts the Pods of every kind.
+	byEviction := &v1alpha1.UpdatePolicy{RecreateBy: v1alpha1.RecreateByEviction}
 	deployment := &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	target := &v1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	quantity := resource.MustParse("1.5")
@@ -29,11 +31,11 @@ func TestScalerSpecOf(t *testing.T) {
 	}{{
 		name: "defaults: Recreate, as the VPA's",
 		spec: vpav1.Spec{TargetRef: deployment},
-		want: v1alpha1.VerticalScalerSpec{TargetRef: target, UpdateMode: v1alpha1.UpdateModeRecreate},
+		want: v1alpha1.VerticalScalerSpec{TargetRef: target, UpdateMode: v1alpha1.UpdateModeRecreate, UpdatePolicy: byEviction},
 	}, {
 		name: "a well-known kind is found by kind, whatever its apiVersion",
 		spec: vpav1.Spec{TargetRef: &autoscalingv1.CrossVersionObjectReference{APIVersion: "extensions/v1beta1", Kind: "Deployment", Name: "web"}},
-		want: v1alpha1.VerticalScalerSpec{TargetRef: target, UpdateMode: v1alpha1.UpdateModeRecreate},
+		want: v1alpha1.VerticalScalerSpec{TargetRef: target, UpdateMode: v1alpha1.UpdateModeRecreate, UpdatePolicy: byEviction},
 	}, {
 		name: "every field carried",
 		spec: vpav1.Spec{TargetRef: &autoscalingv1.CrossVersionObjectReference{APIVersion: "example.com/v1", Kind: "Pool", Name: "workers"},
@@ -49,7 +51,7 @@ func TestScalerSpecOf(t *testing.T) {
 			}}},
 		want: v1alpha1.VerticalScalerSpec{TargetRef: &v1alpha1.TargetReference{APIVersion: "example.com/v1", Kind: "Pool", Name: "workers"},
 			UpdateMode: v1alpha1.UpdateModeInPlaceOrRecreate,
-			UpdatePolicy: &v1alpha1.UpdatePolicy{MinReplicas: new(int32(3)), EvictionRequirements: []v1alpha1.EvictionRequirement{
+			UpdatePolicy: &v1alpha1.UpdatePolicy{RecreateBy: v1alpha1.RecreateByEviction, MinReplicas: new(int32(3)), EvictionRequirements: []v1alpha1.EvictionRequirement{
 				{Resources: []v1alpha1.ControlledResource{"memory"}, ChangeRequirement: v1alpha1.TargetHigherThanRequests}}},
 			ContainerPolicies: []v1alpha1.ContainerPolicy{
 				{ContainerName: "*", Mode: v1alpha1.ContainerModeAuto, MinAllowed: corev1.ResourceList{"cpu": resource.MustParse("10m")},
