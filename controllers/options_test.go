@@ -46,8 +46,8 @@ func TestCacheNamesOnlySelectedKinds(t *testing.T) {
 		{"configmapwatcher-statefulsets", []string{"StatefulSet"}},
 		{"configmapwatcher,myapp", []string{"CronJob", "DaemonSet", "Deployment", "Job", "MyApp", "Rollout", "StatefulSet"}},
 		{"myapp", []string{"MyApp"}},
-		{"verticalscaler", []string{"CronJob", "DaemonSet", "LimitRange", "Pod", "ReplicaSet", "StatefulSet", "VerticalPodAutoscaler", "VerticalPodAutoscalerCheckpoint", "VerticalScaler"}},
-		{"verticalscaler,-verticalpodautoscaler", []string{"CronJob", "DaemonSet", "LimitRange", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
+		{"verticalscaler", []string{"CronJob", "DaemonSet", "Job", "LimitRange", "Pod", "ReplicaSet", "StatefulSet", "VerticalPodAutoscaler", "VerticalPodAutoscalerCheckpoint", "VerticalScaler"}},
+		{"verticalscaler,-verticalpodautoscaler", []string{"CronJob", "DaemonSet", "Job", "LimitRange", "Pod", "ReplicaSet", "StatefulSet", "VerticalScaler"}},
 	} {
 		t.Run(tc.controllers, func(t *testing.T) {
 			o := NewOptions()
@@ -98,7 +98,7 @@ func TestShardCachesUnshardedKindsWhole(t *testing.T) {
 // TestCacheScopes: the configmapwatcher's scope flags narrow what the cache lists of the
 // workload kinds it alone watches (--namespaces-to-ignore as a field selector, the manager's
 // namespaces without the ignored ones), and leave alone a kind another controller watches
-// whole (Deployments, with the verticalscaler, which reads their managed fields).
+// whole (Deployments and Jobs, with the verticalscaler, which sizes them).
 func TestCacheScopes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -111,8 +111,8 @@ func TestCacheScopes(t *testing.T) {
 			map[string]string{"Deployment": "[] metadata.namespace!=kube-system,metadata.namespace!=noisy"}},
 		{"watched namespaces without the ignored ones", []string{"--controllers=configmapwatcher-deployments", "--watch-namespaces=a,b,noisy", "--namespaces-to-ignore=noisy"},
 			map[string]string{"Deployment": "[a b] "}},
-		{"a kind another controller watches whole is not narrowed", []string{"--controllers=configmapwatcher-deployments,configmapwatcher-jobs,verticalscaler", "--namespaces-to-ignore=noisy"},
-			map[string]string{"Job": "[] metadata.namespace!=noisy", "VerticalScaler": "[] ", "VerticalPodAutoscaler": "[] ", "VerticalPodAutoscalerCheckpoint": "[] ", "Pod": "[] ", "ReplicaSet": "[] ", "LimitRange": "[] ",
+		{"a kind another controller watches whole is not narrowed", []string{"--controllers=configmapwatcher-deployments,configmapwatcher-jobs,configmapwatcher-rollouts,verticalscaler", "--namespaces-to-ignore=noisy"},
+			map[string]string{"Rollout": "[] metadata.namespace!=noisy", "Job": "[] ", "VerticalScaler": "[] ", "VerticalPodAutoscaler": "[] ", "VerticalPodAutoscalerCheckpoint": "[] ", "Pod": "[] ", "ReplicaSet": "[] ", "LimitRange": "[] ",
 				"StatefulSet": "[] ", "DaemonSet": "[] ", "CronJob": "[] "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

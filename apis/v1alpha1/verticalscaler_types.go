@@ -139,7 +139,7 @@ const DefaultContainerPolicyName = "*"
 type VerticalScalerSpec struct {
 	// TargetRef names the workload whose Pods the VerticalScaler sizes, in its namespace: a
 	// Deployment, StatefulSet, DaemonSet or ReplicaSet (apps/v1), a CronJob (batch/v1; its job
-	// template's Pods), or any custom workload whose CRD has a scale subresource with a label
+	// template's Pods) or a Job (batch/v1), or any custom workload whose CRD has a scale subresource with a label
 	// selector. The VerticalScaler does not own it: deleting the VerticalScaler leaves it alone.
 	// Set exactly one of targetRef and deploymentName.
 	// +optional

@@ -3,8 +3,8 @@
 // and the controller recommends CPU and memory requests for that workload's containers from
 // their usage, and applies them as its update mode says.
 //
-// Targets (target.go): Deployments, StatefulSets, DaemonSets, ReplicaSets and CronJobs (their
-// job template's Pods) are read from the cache (TemplateKinds); any other kind must be served
+// Targets (target.go): Deployments, StatefulSets, DaemonSets, ReplicaSets, CronJobs (their
+// job template's Pods) and Jobs are read from the cache (TemplateKinds); any other kind must be served
 // with a scale subresource whose status has a label selector, read uncached, as the Vertical Pod
 // Autoscaler reads it. A missing or unsupported target is TargetFound=False with a reason and a
 // message that names it, and no retry. The controller records the target (status.target) and
@@ -35,7 +35,7 @@
 // Pods alone (new ones get the recommendation at admission); Recreate, and Auto, which is
 // Recreate, write the Pod template of the kinds whose own controller then replaces the Pods
 // (Deployments, StatefulSets, DaemonSets, CronJobs) and evict the Pods of the others
-// (ReplicaSets, custom workloads) through the Eviction API; InPlaceOrRecreate resizes running
+// (ReplicaSets, Jobs, custom workloads) through the Eviction API; InPlaceOrRecreate resizes running
 // Pods through their resize subresource and evicts one only when its resize is refused, reported
 // Infeasible, or Deferred or in progress past --in-place-deferred-resize-timeout and
 // --in-place-resize-timeout (update.go). Every change is guarded: a request is changed only when

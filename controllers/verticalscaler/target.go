@@ -38,8 +38,8 @@ type TemplateKind struct {
 	Selector func(client.Object) (*metav1.LabelSelector, error)
 	// RollsOnTemplateChange says whether a write to the template replaces the running Pods
 	// (by the kind's own controller): Deployments, StatefulSets and DaemonSets roll, a
-	// CronJob's next Job starts with it. A ReplicaSet does neither: its running Pods are
-	// evicted instead.
+	// CronJob's next Job starts with it. A ReplicaSet or a Job does neither: its running Pods
+	// are evicted instead.
 	RollsOnTemplateChange bool
 	// Apply returns the apply configuration of a Pod template for the object; nil when
 	// RollsOnTemplateChange is false.
@@ -127,6 +127,15 @@ var TemplateKinds = []TemplateKind{
 				WithJobTemplate(batchv1ac.JobTemplateSpec().WithSpec(batchv1ac.JobSpec().WithTemplate(t))))
 		},
 	},
+	{
+		// A Job's Pod template cannot change: its running Pods are evicted, and the Job
+		// replaces them as it replaces a failed Pod.
+		Group: "batch", Kind: "Job", New: func() client.Object { return &batchv1.Job{} },
+		Template: func(o client.Object) *corev1.PodTemplateSpec { return &o.(*batchv1.Job).Spec.Template },
+		Selector: func(o client.Object) (*metav1.LabelSelector, error) {
+			return specSelector(o.(*batchv1.Job).Spec.Selector)
+		},
+	},
 }
 
 // templateKind returns the known kind of group and kind, if it is one.
@@ -203,7 +212,7 @@ func (r *Reconciler) findScalable(ctx context.Context, vs *v1alpha1.VerticalScal
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, &targetProblem{v1alpha1.ReasonTargetUnsupported, fmt.Sprintf(
-				"the API server serves no kind %s in %s; the verticalscaler sizes Deployments, StatefulSets, DaemonSets, ReplicaSets, CronJobs, and custom workloads with a scale subresource", gvk.Kind, gvk.GroupVersion())}, nil
+				"the API server serves no kind %s in %s; the verticalscaler sizes Deployments, StatefulSets, DaemonSets, ReplicaSets, CronJobs, Jobs, and custom workloads with a scale subresource", gvk.Kind, gvk.GroupVersion())}, nil
 		}
 		return nil, nil, fmt.Errorf("finding the resource of %s: %w", key, err)
 	}

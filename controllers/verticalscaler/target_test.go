@@ -39,7 +39,7 @@ func podTemplate(name string) corev1.PodTemplateSpec {
 }
 
 // newWorkload creates a workload of kind ("Deployment", "StatefulSet", "DaemonSet",
-// "ReplicaSet", "CronJob" or "Widget") named name whose Pods are labelled app: name, and returns
+// "ReplicaSet", "CronJob", "Job" or "Widget") named name whose Pods are labelled app: name, and returns
 // the targetRef that names it.
 func newWorkload(t *testing.T, ns, kind, name string) v1alpha1.TargetReference {
 	t.Helper()
@@ -63,6 +63,12 @@ func newWorkload(t *testing.T, ns, kind, name string) v1alpha1.TargetReference {
 		// A Job's Pods may not restart always.
 		cj.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 		obj = cj
+	case "Job":
+		apiVersion = "batch/v1"
+		// A selector of its own, as a Job may have, so that its Pods are those labelled app: name.
+		job := &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{ManualSelector: new(true), Selector: selector, Template: podTemplate(name)}}
+		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		obj = job
 	case "Widget":
 		apiVersion = workloadGroup + "/v1"
 		if err := installWorkloadCRDs(); err != nil {
@@ -102,7 +108,7 @@ func newTargetScaler(t *testing.T, ns, name string, ref v1alpha1.TargetReference
 func TestEveryKindIsSized(t *testing.T) {
 	env.StartManager(t, annotationUsage...)
 	ns := env.Namespace(t, "vs-")
-	for _, kind := range []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob", "Widget"} {
+	for _, kind := range []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob", "Job", "Widget"} {
 		t.Run(kind, func(t *testing.T) {
 			name := strings.ToLower(kind)
 			ref := newWorkload(t, ns, kind, name)
@@ -215,11 +221,11 @@ func TestEveryKindIsWatched(t *testing.T) {
 	env.StartManager(t, quiet...)
 	ctx := context.Background()
 	ns := env.Namespace(t, "vs-")
-	for _, kind := range []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob"} {
+	for _, kind := range []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob", "Job"} {
 		t.Run(kind, func(t *testing.T) {
 			name := "watched-" + strings.ToLower(kind)
 			apiVersion := "apps/v1"
-			if kind == "CronJob" {
+			if kind == "CronJob" || kind == "Job" {
 				apiVersion = "batch/v1"
 			}
 			vs := newTargetScaler(t, ns, name, v1alpha1.TargetReference{APIVersion: apiVersion, Kind: kind, Name: name})
@@ -231,7 +237,9 @@ func TestEveryKindIsWatched(t *testing.T) {
 			obj.SetKind(ref.Kind)
 			obj.SetNamespace(ns)
 			obj.SetName(name)
-			if err := env.Client.Delete(ctx, obj); err != nil {
+			// In the background: a Job's default, orphan, would wait for the garbage collector,
+			// which envtest does not run.
+			if err := env.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 				t.Fatal(fmt.Errorf("deleting %s: %w", ref.Key(), err))
 			}
 			waitCondition(t, vs, v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound)
