@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -237,6 +238,14 @@ func (p *Process) Metrics(ctx context.Context) (map[string]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// Families scrapes the process's /metrics and returns its metric families by name.
+func (p *Process) Families(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	if p.MetricsAddress == "" {
+		return nil, errors.New("the process serves no /metrics (no MetricsAddress)")
+	}
+	return scrape(ctx, "http://"+p.MetricsAddress+"/metrics")
 }
 
 // MetricByLabel scrapes the process's /metrics and returns, for the family, the sum of its

@@ -25,7 +25,7 @@ const VPAModule = "k8s.io/autoscaler/vertical-pod-autoscaler"
 // no-op.
 func (e *Env) InstallVPACRDs(t testing.TB) {
 	t.Helper()
-	dir, err := moduleDir(VPAModule, VPAVersion)
+	dir, err := ModuleDir(VPAModule, VPAVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +36,8 @@ func (e *Env) InstallVPACRDs(t testing.TB) {
 	}
 }
 
-// moduleDir is where the Go module cache holds module at version, downloaded if need be.
-func moduleDir(module, version string) (string, error) {
+// ModuleDir is where the Go module cache holds module at version, downloaded if need be.
+func ModuleDir(module, version string) (string, error) {
 	out, err := exec.Command("go", "mod", "download", "-json", module+"@"+version).Output()
 	if err != nil {
 		return "", fmt.Errorf("go mod download %s@%s: %w", module, version, err)
