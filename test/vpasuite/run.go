@@ -22,18 +22,20 @@ import (
 
 // runConfig is what `vpasuite run` is told.
 type runConfig struct {
-	vpaDir      string
-	suites      []string
-	out         string
-	manager     string
-	crds        string
-	focus       string
-	skip        string
-	nodes       int
-	replaces    []string
-	managerArgs []string
-	baseline    string
-	cluster     localcluster.Config
+	vpaDir  string
+	suites  []string
+	out     string
+	manager string
+	crds    string
+	// podResourcesPolicy is the verticalscaler component's admission policy file.
+	podResourcesPolicy string
+	focus              string
+	skip               string
+	nodes              int
+	replaces           []string
+	managerArgs        []string
+	baseline           string
+	cluster            localcluster.Config
 }
 
 // knownSuites are the VPA's e2e suites, as its hack/run-e2e-tests.sh names them.
@@ -51,6 +53,8 @@ func parseRunFlags(args []string) (runConfig, error) {
 	fs.StringVar(&cfg.out, "out", filepath.Join("bin", "vpasuite"), "directory for the builds, the cluster, the logs and the results")
 	fs.StringVar(&cfg.manager, "manager", filepath.Join("bin", "manager"), "Switchboard's manager binary")
 	fs.StringVar(&cfg.crds, "crds", filepath.Join("config", "crd", "bases"), "Switchboard's CustomResourceDefinitions, installed with the VPA's (the checkout's deploy/vpa-v1-crd-gen.yaml)")
+	fs.StringVar(&cfg.podResourcesPolicy, "pod-resources-policy", filepath.Join("config", "components", "verticalscaler", "pod_resources_policy.yaml"),
+		"the verticalscaler's admission policy and its binding, which size new Pods as the VPA's admission controller does; installed as a deployment of Switchboard installs them")
 	fs.StringVar(&cfg.focus, "focus", "", "Ginkgo's --focus, within each suite: a regular expression one of the suite's specs must match")
 	fs.StringVar(&cfg.skip, "skip", skipByDefault, "Ginkgo's --skip; the default is the VPA's own (its specs behind feature gates that are off by default)")
 	fs.IntVar(&cfg.nodes, "nodes", 4, "Ginkgo's --nodes: specs run in parallel processes, as the VPA's NUMPROC (its [Serial] specs run alone at the end)")
@@ -84,7 +88,7 @@ func parseRunFlags(args []string) (runConfig, error) {
 		return cfg, err
 	}
 	cfg.cluster.Nodes = 1
-	return cfg, suiterun.AbsPaths(&cfg.cluster, &cfg.vpaDir, &cfg.out, &cfg.manager, &cfg.crds, &cfg.baseline)
+	return cfg, suiterun.AbsPaths(&cfg.cluster, &cfg.vpaDir, &cfg.out, &cfg.manager, &cfg.crds, &cfg.podResourcesPolicy, &cfg.baseline)
 }
 
 func run(args []string) error {
@@ -133,6 +137,9 @@ func run(args []string) error {
 	}
 	defer stopCluster()
 	if err := registerWebhookStandIn(ctx, c.Client); err != nil {
+		return err
+	}
+	if err := installPodResourcesPolicy(ctx, c.Client, cfg.podResourcesPolicy); err != nil {
 		return err
 	}
 

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/switchboard/internal/manifests"
+)
+
+// installPodResourcesPolicy creates the verticalscaler component's MutatingAdmissionPolicy and
+// its binding from file, as `kubectl apply -k config/default` or the chart installs them: the
+// policy is what sizes the Pods that replace evicted ones, as the VPA's admission controller
+// does, and what the admission-controller suite's specs check.
+func installPodResourcesPolicy(ctx context.Context, c client.Client, file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	objs, err := manifests.Decode(data)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("installing %s %s of %s: %w", obj.GetKind(), obj.GetName(), file, err)
+		}
+	}
+	return nil
+}
