@@ -133,6 +133,10 @@ const (
 	// ReasonDisruptionLimit: a Pod would be evicted, but as many of the target's Pods as
 	// --max-unavailable-per-workload allows are unavailable already.
 	ReasonDisruptionLimit = "DisruptionLimit"
+	// ReasonReplacementsUnsized: a Pod would be evicted, but a Pod of the target created since
+	// the admission policy was to give new Pods the recommendation did not get it: the policy
+	// is not installed or not bound, and a replacement would come back at the same size.
+	ReasonReplacementsUnsized = "ReplacementsUnsized"
 	// ReasonRateLimited: a Pod would be changed, but the manager-wide rate limit of changes to
 	// running Pods (--pod-update-rate-limit) holds it back for now.
 	ReasonRateLimited = "RateLimited"

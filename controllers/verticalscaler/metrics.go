@@ -24,10 +24,10 @@ var (
 	// of the Applied condition that says why.
 	skippedApplies = collectors.Counters(prometheus.CounterOpts{
 		Name: "switchboard_verticalscaler_skipped_applies_total",
-		Help: "Changes of a Pod template or a running Pod that a reconcile wanted and held back, by reason (the Applied condition's: WaitingForMinApplyInterval, EvictionRequirements, MinReplicas, DisruptionLimit, RateLimited, PodDisruptionBudget).",
+		Help: "Changes of a Pod template or a running Pod that a reconcile wanted and held back, by reason (the Applied condition's: WaitingForMinApplyInterval, EvictionRequirements, MinReplicas, DisruptionLimit, ReplacementsUnsized, RateLimited, PodDisruptionBudget).",
 	}, []string{"reason"}, []string{v1alpha1.ReasonWaitingForMinApplyInterval}, []string{v1alpha1.ReasonEvictionRequirements},
-		[]string{v1alpha1.ReasonMinReplicas}, []string{v1alpha1.ReasonDisruptionLimit}, []string{v1alpha1.ReasonRateLimited},
-		[]string{v1alpha1.ReasonPodDisruptionBudget})
+		[]string{v1alpha1.ReasonMinReplicas}, []string{v1alpha1.ReasonDisruptionLimit}, []string{v1alpha1.ReasonReplacementsUnsized},
+		[]string{v1alpha1.ReasonRateLimited}, []string{v1alpha1.ReasonPodDisruptionBudget})
 	// templateWritesTotal counts the writes of a recommendation to a Pod template.
 	templateWritesTotal = collectors.Register(prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "switchboard_verticalscaler_template_writes_total",

@@ -21,11 +21,11 @@ import (
 // TrimPod keeps of a Pod what the verticalscaler reads, when it alone watches Pods: the cache
 // holds every Pod of the cluster (or of the watched namespaces), so each byte kept counts. It
 // keeps the metadata that names and selects the Pod (and that an Event about it refers to:
-// its UID and resourceVersion), the usage annotations of the pod-annotations usage source, the
+// its UID and resourceVersion), its creation time (a Pod created since the admission policy was
+// to size new Pods shows whether it does: admissionSizing), the usage annotations of the pod-annotations usage source, the
 // containers' and native sidecars' names, resources and restart policies, the node, and of the
 // status the phase, the Ready condition's status, the resize conditions, and each container's
-// OOM kills, restarts and running resources. Nothing reads the rest: owners, creation time,
-// generations, images, readiness per container, allocated resources, when a container started.
+// OOM kills, restarts and running resources. Nothing reads the rest: owners, generations, images, readiness per container, allocated resources, when a container started.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -34,7 +34,7 @@ func TrimPod(obj any) (any, error) {
 	out := &corev1.Pod{
 		TypeMeta: pod.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-			Labels: pod.Labels, DeletionTimestamp: pod.DeletionTimestamp},
+			Labels: pod.Labels, CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp},
 		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: trimContainers(pod.Spec.Containers),
 			InitContainers: trimContainers(pod.Spec.InitContainers)},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase,

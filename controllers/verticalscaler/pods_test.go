@@ -15,8 +15,8 @@ import (
 )
 
 // TestTrimPodKeepsWhatTheVerticalScalerReads: the selector's labels, the usage annotations, the
-// containers' resources, the OOM kills, the running resources and the resize conditions stay;
-// the rest goes (owners, creation time, generations, images, the Ready condition's times,
+// containers' resources, the creation time, the OOM kills, the running resources and the resize
+// conditions stay; the rest goes (owners, generations, images, the Ready condition's times,
 // readiness per container, allocated resources, when a container started).
 func TestTrimPodKeepsWhatTheVerticalScalerReads(t *testing.T) {
 	killed := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -42,7 +42,7 @@ func TestTrimPodKeepsWhatTheVerticalScalerReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "u", ResourceVersion: "7",
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "u", ResourceVersion: "7", CreationTimestamp: killed,
 			Labels: map[string]string{"app": "web"}, Annotations: map[string]string{v1alpha1.UsageAnnotationPrefix + "app": "cpu=1"}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app",
 			Resources: corev1.ResourceRequirements{Requests: list("100m", "128Mi")}}}},

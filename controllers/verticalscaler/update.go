@@ -67,6 +67,92 @@ func (l *resizeLog) record(uid types.UID, at time.Time) {
 	}
 }
 
+// admissionLag is how long after the controller computes what new Pods get (status.podResources)
+// a Pod may still be created without it: the status write, and the API server's admission
+// policy reading it, take a moment.
+const admissionLag = 10 * time.Second
+
+// sizingHistory is how many of a VerticalScaler's latest podResources the controller remembers,
+// to judge a Pod by what new Pods were to get when it was created.
+const sizingHistory = 8
+
+// sizedSince is what the admission policy was to give a target's new Pods (status.podResources)
+// from since on, until the next one.
+type sizedSince struct {
+	resources []v1alpha1.ContainerResources
+	// encoded is resources as JSON, to tell a change.
+	encoded string
+	since   time.Time
+}
+
+// admissionSizing is what the admission policy was to give the target's new Pods lately, oldest
+// first.
+type admissionSizing []sizedSince
+
+// missed says whether pod lacks a request that the admission policy was to give it when it was
+// created: then the policy did not size it. A Pod created before the oldest remembered
+// podResources, or within admissionLag of a change, is not judged.
+func (s admissionSizing) missed(pod *corev1.Pod) bool {
+	created := pod.CreationTimestamp.Time
+	i := len(s) - 1
+	for i >= 0 && s[i].since.After(created) {
+		i--
+	}
+	if i < 0 || created.Before(s[i].since.Add(admissionLag)) {
+		return false
+	}
+	containers := recommender.RecommendedContainers(&pod.Spec)
+	for _, r := range s[i].resources {
+		j := slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == r.ContainerName })
+		if j < 0 {
+			continue
+		}
+		for name, want := range r.Requests {
+			if have, ok := containers[j].Resources.Requests[name]; !ok || have.Cmp(want) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sizingLog remembers, per VerticalScaler, what the admission policy was to give its target's
+// new Pods lately, so that an eviction can tell whether replacements get it.
+type sizingLog struct {
+	mu      sync.Mutex
+	entries map[types.NamespacedName]admissionSizing
+}
+
+// observe records that key's new Pods are to get resources as of now, and returns what they
+// were to get lately.
+func (l *sizingLog) observe(key types.NamespacedName, resources []v1alpha1.ContainerResources, now time.Time) (admissionSizing, error) {
+	encoded, err := json.Marshal(resources)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the resources of new Pods: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.entries == nil {
+		l.entries = map[types.NamespacedName]admissionSizing{}
+	}
+	history := l.entries[key]
+	if len(history) == 0 || history[len(history)-1].encoded != string(encoded) {
+		history = append(history, sizedSince{resources: resources, encoded: string(encoded), since: now})
+		if len(history) > sizingHistory {
+			history = slices.Clone(history[len(history)-sizingHistory:])
+		}
+		l.entries[key] = history
+	}
+	return slices.Clone(history), nil
+}
+
+// forget drops key, a VerticalScaler that is gone.
+func (l *sizingLog) forget(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.entries, key)
+}
+
 // podAction is what a running Pod needs.
 type podAction int
 
@@ -242,7 +328,7 @@ func live(pod *corev1.Pod) bool {
 // until the target has minReplicas live Pods and fewer than MaxUnavailablePerWorkload
 // unavailable ones, and the Eviction API honours PodDisruptionBudgets. It returns what
 // happened, as the Applied condition says it.
-func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation, inPlace bool) (applyState, error) {
+func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation, sizing admissionSizing, inPlace bool) (applyState, error) {
 	selector, err := metav1.LabelSelectorAsSelector(w.selector)
 	if err != nil {
 		return applyState{}, fmt.Errorf("the Pod selector of %s: %w", w.key, err)
@@ -257,6 +343,7 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 	}
 	now := time.Now()
 	var plans []podPlan
+	var unsized *corev1.Pod
 	liveCount, unavailable := 0, 0
 	for i := range list.Items {
 		pod := &list.Items[i]
@@ -270,6 +357,11 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 		if !available(pod) {
 			unavailable++
 		}
+		// The first by name, so that the condition's message stays the same from one pass to
+		// the next.
+		if sizing.missed(pod) && (unsized == nil || pod.Name < unsized.Name) {
+			unsized = pod
+		}
 		// A Pod not scheduled yet is sized by admission, not here.
 		if pod.Spec.NodeName == "" {
 			continue
@@ -278,7 +370,7 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 	}
 	slices.SortFunc(plans, func(a, b podPlan) int { return strings.Compare(a.pod.Name, b.pod.Name) })
 
-	u := podUpdate{r: r, vs: vs, w: w, now: now, live: liveCount, unavailable: unavailable}
+	u := podUpdate{r: r, vs: vs, w: w, unsized: unsized, now: now, live: liveCount, unavailable: unavailable}
 	for i := range plans {
 		p := &plans[i]
 		switch {
@@ -302,10 +394,14 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 
 // podUpdate is one reconcile's changes to a target's running Pods, and what held them back.
 type podUpdate struct {
-	r   *Reconciler
-	vs  *v1alpha1.VerticalScaler
-	w   *workload
-	now time.Time
+	r  *Reconciler
+	vs *v1alpha1.VerticalScaler
+	w  *workload
+	// unsized is a live Pod of the target that the admission policy should have sized and did
+	// not (admissionSizing.missed), if there is one: evictions would only bring Pods back as
+	// they were.
+	unsized *corev1.Pod
+	now     time.Time
 	// live and unavailable count the target's Pods; evictions add to unavailable.
 	live, unavailable int
 	// resized and evicted count this reconcile's changes, waiting the Pods whose change is
@@ -397,6 +493,13 @@ func (u *podUpdate) evict(ctx context.Context, p *podPlan) error {
 	}
 	if unmet := unmetRequirements(u.vs, p.containers, p.desired); unmet != "" && p.action == podOff {
 		u.hold(v1alpha1.ReasonEvictionRequirements, fmt.Sprintf("Pod %s: %s; %s", p.pod.Name, p.why, unmet))
+		return nil
+	}
+	if p.action == podOff && u.unsized != nil {
+		u.hold(v1alpha1.ReasonReplacementsUnsized, fmt.Sprintf("Pod %s: %s; but Pod %s, created at %s, since new Pods of %s are to get the recommendation at admission, "+
+			"did not get it: the admission policy does not size them (is switchboard-verticalscaler-pod-resources installed and bound?), "+
+			"so a replacement would come back the same, and none is evicted",
+			p.pod.Name, p.why, u.unsized.Name, u.unsized.CreationTimestamp.UTC().Format(time.RFC3339), u.w.key))
 		return nil
 	}
 	minReplicas := u.r.Limits.MinReplicas

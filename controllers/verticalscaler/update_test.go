@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
+	"github.com/example/switchboard/controllers/verticalscaler"
 	"github.com/example/switchboard/internal/testenv"
 )
 
@@ -204,6 +205,44 @@ func TestRecreateByEvictionLeavesTheTemplateAlone(t *testing.T) {
 	}
 	if d.Generation != 1 {
 		t.Errorf("the Deployment is at generation %d, want 1: its template was written", d.Generation)
+	}
+}
+
+// TestNoEvictionWhenReplacementsComeBackUnsized: where no admission policy sizes the target's
+// new Pods (none is bound in the test's namespace), a Pod created after the controller asked for
+// it without the recommendation shows that a replacement would come back the same: no Pod is
+// evicted, and Applied says why, instead of evicting the Pods over and over.
+func TestNoEvictionWhenReplacementsComeBackUnsized(t *testing.T) {
+	testenv.NeedsAdmissionPolicies(t, env.Config, noEvictionWithoutThePolicy)
+	env.StartManager(t, updating...)
+	ns := env.Namespace(t, "vs-")
+	ref := newWorkload(t, ns, "ReplicaSet", "rs")
+	for i := range 2 {
+		runningPod(t, ns, "rs", fmt.Sprintf("rs-%d", i), list("100m", "100Mi"), "cpu=500m,memory=300Mi")
+	}
+	// A recommendation pinned by the policy, so that what new Pods get does not move.
+	pinned := list("500m", "400Mi")
+	vs := newTargetScalerWith(t, ns, "rs", v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeRecreate,
+		UpdatePolicy:      &v1alpha1.UpdatePolicy{MinReplicas: new(int32(1))},
+		ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "*", MinAllowed: pinned, MaxAllowed: pinned}}})
+	var first []string
+	testenv.Eventually(t, timeout, func() error {
+		if first = evicted(podsOf(t, ns, "rs")); len(first) != 1 {
+			return fmt.Errorf("evicting %v, want one Pod", first)
+		}
+		return nil
+	})
+	// The ReplicaSet's controller replaces it, unsized, once the policy has had time to act.
+	time.Sleep(verticalscaler.AdmissionLag + time.Second)
+	runningPod(t, ns, "rs", "rs-replacement", list("100m", "100Mi"), "cpu=500m,memory=300Mi")
+	forceDelete(t, podsOf(t, ns, "rs")[first[0]])
+	c := waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonReplacementsUnsized)
+	if !strings.Contains(c.Message, "Pod rs-replacement") {
+		t.Errorf("Applied says %q, want the Pod that came back unsized", c.Message)
+	}
+	time.Sleep(time.Second)
+	if got := evicted(podsOf(t, ns, "rs")); len(got) != 0 {
+		t.Errorf("evicting %v, whose replacements would come back unsized", got)
 	}
 }
 

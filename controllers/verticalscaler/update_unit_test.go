@@ -1,12 +1,14 @@
 package verticalscaler
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 )
@@ -107,5 +109,76 @@ func TestResizePatch(t *testing.T) {
 	want := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"500m"}}}],"initContainers":[{"name":"proxy","resources":{"requests":{"memory":"64Mi"}}}]}}`
 	if string(got) != want {
 		t.Errorf("patch\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestAdmissionSizingMissed: a Pod created once the admission policy has had time to size new
+// Pods, without the requests it was to give then, was not sized by it; one created before, or
+// carrying them, says nothing.
+func TestAdmissionSizingMissed(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	t1 := t0.Add(time.Hour)
+	entry := func(at time.Time, cpu string) sizedSince {
+		return sizedSince{since: at, resources: []v1alpha1.ContainerResources{{ContainerName: "app", Requests: list(cpu, "")}}}
+	}
+	sizing := admissionSizing{entry(t0, "500m"), entry(t1, "700m")}
+	pod := func(created time.Time, cpu string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", CreationTimestamp: metav1.NewTime(created)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: list(cpu, "512Mi")}}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"created before the first", pod(t0.Add(-time.Hour), "100m"), false},
+		{"created within the lag", pod(t0.Add(admissionLag/2), "100m"), false},
+		{"created after the first, sized as it said", pod(t0.Add(time.Minute), "500m"), false},
+		{"created after the first, not sized", pod(t0.Add(time.Minute), "100m"), true},
+		{"created after the first, no request", pod(t0.Add(time.Minute), ""), true},
+		{"created after the second, sized as the first said", pod(t1.Add(time.Minute), "500m"), true},
+		{"created after the second, sized as it said", pod(t1.Add(time.Minute), "700m"), false},
+		{"created within the lag of the second", pod(t1.Add(admissionLag/2), "500m"), false},
+	} {
+		if got := sizing.missed(tc.pod); got != tc.want {
+			t.Errorf("%s: missed = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if (admissionSizing{}).missed(pod(t0, "100m")) {
+		t.Error("nothing observed yet: missed, want not")
+	}
+}
+
+// TestSizingLogRecordsChanges: a new entry only when what new Pods get changes, at most
+// sizingHistory of them.
+func TestSizingLogRecordsChanges(t *testing.T) {
+	var l sizingLog
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	t0 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	resources := func(cpu int) []v1alpha1.ContainerResources {
+		return []v1alpha1.ContainerResources{{ContainerName: "app", Requests: list(fmt.Sprintf("%dm", cpu), "")}}
+	}
+	observe := func(cpu int, at time.Time) admissionSizing {
+		t.Helper()
+		got, err := l.observe(key, resources(cpu), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	observe(500, t0)
+	if got := observe(500, t0.Add(time.Minute)); len(got) != 1 || !got[0].since.Equal(t0) {
+		t.Errorf("the same resources again: %+v, want one entry since %s", got, t0)
+	}
+	for i := range 2 * sizingHistory {
+		observe(600+i, t0.Add(time.Duration(i+2)*time.Minute))
+	}
+	got := observe(600+2*sizingHistory-1, t0.Add(time.Hour))
+	if len(got) != sizingHistory || !got[len(got)-1].since.Equal(t0.Add(time.Duration(2*sizingHistory+1)*time.Minute)) {
+		t.Errorf("after %d changes: %d entries, the last since %s; want %d, the last change's", 2*sizingHistory, len(got), got[len(got)-1].since, sizingHistory)
+	}
+	l.forget(key)
+	if got := observe(500, t0.Add(2*time.Hour)); len(got) != 1 {
+		t.Errorf("after forget: %d entries, want 1", len(got))
 	}
 }

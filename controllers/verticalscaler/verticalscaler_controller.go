@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,6 +69,9 @@ type Reconciler struct {
 
 	// resizes remembers when each Pod was last resized.
 	resizes resizeLog
+	// sizing remembers what each VerticalScaler's new Pods are to get at admission, and since
+	// when.
+	sizing sizingLog
 	// Shard is the label selector of the objects the manager caches (--watch-label-selector):
 	// a workload of a cached kind without the shard's labels is not found. Empty when it caches
 	// every object.
@@ -138,6 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			// Nothing to clean up on the target: it is not ours.
 			r.Reports.Forget(req.NamespacedName)
+			r.sizing.forget(req.NamespacedName)
 			recordRecommendation(req.NamespacedName, nil)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -165,7 +170,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if obs.podResources, err = r.podResources(ctx, vs, target, obs.recommendation); err != nil {
 				return ctrl.Result{}, err
 			}
-			obs.apply, obs.err = r.apply(ctx, vs, target, obs.recommendation)
+			sizing, err := r.sizing.observe(req.NamespacedName, obs.podResources, time.Now())
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			obs.apply, obs.err = r.apply(ctx, vs, target, obs.recommendation, sizing)
 		}
 	}
 	ready := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionReady).DeepCopy()
@@ -239,7 +248,7 @@ func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 }
 
 // apply applies rec as vs's update mode says; nil when the mode applies nothing itself.
-func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) (*applyState, error) {
+func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation, sizing admissionSizing) (*applyState, error) {
 	var state applyState
 	var err error
 	switch vs.Spec.UpdateMode {
@@ -262,10 +271,10 @@ func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *
 			state = applyState{reason: v1alpha1.ReasonAdmissionPolicyUnavailable,
 				message: fmt.Sprintf("updateMode is %s and %s does not roll on a template change, so its Pods would be evicted; but the API server serves no MutatingAdmissionPolicy, so their replacements would start as before: none is evicted (InPlaceOrRecreate would resize them)", vs.Spec.UpdateMode, w.key)}
 		default:
-			state, err = r.updatePods(ctx, vs, w, rec, false)
+			state, err = r.updatePods(ctx, vs, w, rec, sizing, false)
 		}
 	case v1alpha1.UpdateModeInPlaceOrRecreate:
-		state, err = r.updatePods(ctx, vs, w, rec, !r.Missing.PodResize)
+		state, err = r.updatePods(ctx, vs, w, rec, sizing, !r.Missing.PodResize)
 		if err == nil && r.Missing.PodResize {
 			state.message += " (the API server serves no pods/resize: Pods are evicted, not resized in place)"
 		}
