@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -344,7 +345,7 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 	now := time.Now()
 	var plans []podPlan
 	var unsized *corev1.Pod
-	liveCount, unavailable := 0, 0
+	liveCount, unavailable, liveByJob := 0, 0, map[string]int{}
 	for i := range list.Items {
 		pod := &list.Items[i]
 		if !live(pod) {
@@ -354,6 +355,7 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 			continue
 		}
 		liveCount++
+		liveByJob[jobOf(pod)]++
 		if !available(pod) {
 			unavailable++
 		}
@@ -370,7 +372,7 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 	}
 	slices.SortFunc(plans, func(a, b podPlan) int { return strings.Compare(a.pod.Name, b.pod.Name) })
 
-	u := podUpdate{r: r, vs: vs, w: w, unsized: unsized, now: now, live: liveCount, unavailable: unavailable}
+	u := podUpdate{r: r, vs: vs, w: w, unsized: unsized, now: now, live: liveCount, liveByJob: liveByJob, unavailable: unavailable}
 	for i := range plans {
 		p := &plans[i]
 		switch {
@@ -404,6 +406,8 @@ type podUpdate struct {
 	now     time.Time
 	// live and unavailable count the target's Pods; evictions add to unavailable.
 	live, unavailable int
+	// liveByJob counts the live Pods of each of a CronJob's Jobs (jobOf).
+	liveByJob map[string]int
 	// resized and evicted count this reconcile's changes, waiting the Pods whose change is
 	// under way.
 	resized, evicted, waiting int
@@ -411,6 +415,27 @@ type podUpdate struct {
 	held, heldWhy string
 	// wait is when to look again (the earliest timeout or interval), zero for no need.
 	wait time.Duration
+}
+
+// replicasOf returns how many live Pods minReplicas counts for pod, and of what: the target's,
+// or for a CronJob those of pod's own Job, as the VPA's updater counts the replicas of a Pod's
+// controller, so that a CronJob whose Jobs run one Pod each is left alone however many Jobs
+// overlap.
+func (u *podUpdate) replicasOf(pod *corev1.Pod) (int, string) {
+	if u.w.kind.Kind != "CronJob" {
+		return u.live, u.w.key
+	}
+	job := jobOf(pod)
+	return u.liveByJob[job], fmt.Sprintf("Job %s of %s", job, u.w.key)
+}
+
+// jobOf names the Job whose Pod pod is, by the label the Job controller gives its Pods (the
+// older one before Kubernetes 1.27).
+func jobOf(pod *corev1.Pod) string {
+	if job, ok := pod.Labels[batchv1.JobNameLabel]; ok {
+		return job
+	}
+	return pod.Labels["job-name"]
 }
 
 func (u *podUpdate) recheckAt(at time.Time) {
@@ -506,9 +531,9 @@ func (u *podUpdate) evict(ctx context.Context, p *podPlan) error {
 	if policy := u.vs.Spec.UpdatePolicy; policy != nil && policy.MinReplicas != nil {
 		minReplicas = *policy.MinReplicas
 	}
-	if u.live < int(minReplicas) {
+	if live, of := u.replicasOf(p.pod); live < int(minReplicas) {
 		u.hold(v1alpha1.ReasonMinReplicas, fmt.Sprintf("Pod %s: %s; %s has %d live Pods, fewer than minReplicas %d, so none is evicted",
-			p.pod.Name, p.why, u.w.key, u.live, minReplicas))
+			p.pod.Name, p.why, of, live, minReplicas))
 		return nil
 	}
 	if u.unavailable >= u.r.Limits.MaxUnavailablePerWorkload {

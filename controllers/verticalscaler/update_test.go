@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -205,6 +206,33 @@ func TestRecreateByEvictionLeavesTheTemplateAlone(t *testing.T) {
 	}
 	if d.Generation != 1 {
 		t.Errorf("the Deployment is at generation %d, want 1: its template was written", d.Generation)
+	}
+}
+
+// TestMinReplicasCountsTheJobOfACronJobsPod: minReplicas counts the live Pods of a CronJob's
+// Pod's own Job, as the VPA's updater counts a Pod's controller's: two Jobs of one Pod each
+// overlap, and neither Pod is evicted.
+func TestMinReplicasCountsTheJobOfACronJobsPod(t *testing.T) {
+	testenv.NeedsAdmissionPolicies(t, env.Config, noEvictionWithoutThePolicy)
+	env.StartManager(t, updating...)
+	ctx := context.Background()
+	ns := env.Namespace(t, "vs-")
+	ref := newWorkload(t, ns, "CronJob", "cj")
+	for _, job := range []string{"cj-1", "cj-2"} {
+		pod := runningPod(t, ns, "cj", job+"-pod", list("100m", "100Mi"), "cpu=500m,memory=300Mi")
+		pod.Labels[batchv1.JobNameLabel] = job
+		if err := env.Client.Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vs := newTargetScalerWith(t, ns, "cj", v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeRecreate,
+		UpdatePolicy: &v1alpha1.UpdatePolicy{RecreateBy: v1alpha1.RecreateByEviction}})
+	c := waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonMinReplicas)
+	if !strings.Contains(c.Message, "Job cj-1 of CronJob.batch/cj has 1 live Pods, fewer than minReplicas 2") {
+		t.Errorf("Applied says %q, want the Job's live Pods", c.Message)
+	}
+	if got := evicted(podsOf(t, ns, "cj")); len(got) != 0 {
+		t.Errorf("evicting %v, each the only Pod of its Job", got)
 	}
 }
 
