@@ -36,6 +36,9 @@ type TemplateKind struct {
 	Template func(client.Object) *corev1.PodTemplateSpec
 	// Selector returns the label selector of the object's Pods.
 	Selector func(client.Object) (*metav1.LabelSelector, error)
+	// Replicas returns how many Pods the object wants; nil for the kinds whose Pods come and
+	// go (a CronJob's, a Job's).
+	Replicas func(client.Object) int32
 	// RollsOnTemplateChange says whether a write to the template replaces the running Pods
 	// (by the kind's own controller): Deployments, StatefulSets and DaemonSets roll, a
 	// CronJob's next Job starts with it. A ReplicaSet or a Job does neither: its running Pods
@@ -61,6 +64,14 @@ func specSelector(s *metav1.LabelSelector) (*metav1.LabelSelector, error) {
 	return s, nil
 }
 
+// specReplicas is a spec.replicas, which the API server defaults to 1.
+func specReplicas(replicas *int32) int32 {
+	if replicas == nil {
+		return 1
+	}
+	return *replicas
+}
+
 // TemplateKinds are the kinds with a Pod template the controller watches, in the order of the
 // table's watches.
 var TemplateKinds = []TemplateKind{
@@ -70,6 +81,7 @@ var TemplateKinds = []TemplateKind{
 		Selector: func(o client.Object) (*metav1.LabelSelector, error) {
 			return specSelector(o.(*appsv1.Deployment).Spec.Selector)
 		},
+		Replicas:              func(o client.Object) int32 { return specReplicas(o.(*appsv1.Deployment).Spec.Replicas) },
 		RollsOnTemplateChange: true,
 		Extract: func(o client.Object, m string) (runtime.ApplyConfiguration, error) {
 			return appsv1ac.ExtractDeployment(o.(*appsv1.Deployment), m)
@@ -84,6 +96,7 @@ var TemplateKinds = []TemplateKind{
 		Selector: func(o client.Object) (*metav1.LabelSelector, error) {
 			return specSelector(o.(*appsv1.StatefulSet).Spec.Selector)
 		},
+		Replicas:              func(o client.Object) int32 { return specReplicas(o.(*appsv1.StatefulSet).Spec.Replicas) },
 		RollsOnTemplateChange: true,
 		Apply: func(o client.Object, t *corev1ac.PodTemplateSpecApplyConfiguration) apply.Object {
 			return appsv1ac.StatefulSet(o.GetName(), o.GetNamespace()).WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(t))
@@ -95,6 +108,7 @@ var TemplateKinds = []TemplateKind{
 		Selector: func(o client.Object) (*metav1.LabelSelector, error) {
 			return specSelector(o.(*appsv1.DaemonSet).Spec.Selector)
 		},
+		Replicas:              func(o client.Object) int32 { return o.(*appsv1.DaemonSet).Status.DesiredNumberScheduled },
 		RollsOnTemplateChange: true,
 		Apply: func(o client.Object, t *corev1ac.PodTemplateSpecApplyConfiguration) apply.Object {
 			return appsv1ac.DaemonSet(o.GetName(), o.GetNamespace()).WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(t))
@@ -106,6 +120,7 @@ var TemplateKinds = []TemplateKind{
 		Selector: func(o client.Object) (*metav1.LabelSelector, error) {
 			return specSelector(o.(*appsv1.ReplicaSet).Spec.Selector)
 		},
+		Replicas: func(o client.Object) int32 { return specReplicas(o.(*appsv1.ReplicaSet).Spec.Replicas) },
 	},
 	{
 		Group: "batch", Kind: "CronJob", New: func() client.Object { return &batchv1.CronJob{} },
@@ -158,6 +173,9 @@ type workload struct {
 	object client.Object
 	// selector selects the workload's Pods.
 	selector *metav1.LabelSelector
+	// replicas is how many Pods the workload wants, when it says (knowsReplicas).
+	replicas      int32
+	knowsReplicas bool
 }
 
 // template returns the Pod template the workload makes its Pods from; nil for a custom kind,
@@ -199,7 +217,11 @@ func (r *Reconciler) findTarget(ctx context.Context, vs *v1alpha1.VerticalScaler
 		if err != nil {
 			return nil, &targetProblem{v1alpha1.ReasonTargetUnsupported, fmt.Sprintf("%s cannot be sized: %v", key, err)}, nil
 		}
-		return &workload{key: key, kind: kind, object: obj, selector: selector}, nil, nil
+		w := &workload{key: key, kind: kind, object: obj, selector: selector}
+		if kind.Replicas != nil {
+			w.replicas, w.knowsReplicas = kind.Replicas(obj), true
+		}
+		return w, nil, nil
 	}
 	return r.findScalable(ctx, vs, gv.WithKind(ref.Kind), name, key)
 }
@@ -255,7 +277,11 @@ func (r *Reconciler) findScalable(ctx context.Context, vs *v1alpha1.VerticalScal
 	if err != nil {
 		return nil, &targetProblem{v1alpha1.ReasonTargetUnsupported, fmt.Sprintf("%s cannot be sized: the label selector of its scale subresource, %q, does not parse: %v", key, selectorString, err)}, nil
 	}
-	return &workload{key: key, selector: selector}, nil, nil
+	w := &workload{key: key, selector: selector}
+	if replicas, found, err := unstructured.NestedInt64(scale.Object, "spec", "replicas"); err == nil && found {
+		w.replicas, w.knowsReplicas = int32(replicas), true
+	}
+	return w, nil, nil
 }
 
 // servesScale says whether the API server serves the scale subresource of resource in gv.

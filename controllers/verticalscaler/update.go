@@ -371,6 +371,12 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 		plans = append(plans, planPod(&vs.Spec, rec, ranges, pod, inPlace, r.Limits, now))
 	}
 	slices.SortFunc(plans, func(a, b podPlan) int { return strings.Compare(a.pod.Name, b.pod.Name) })
+	// A Pod the workload wants and has not created yet (an evicted one's replacement, between
+	// the one's going and the other's coming) is unavailable too, as the VPA's updater counts
+	// the replicas its controller wants: otherwise that moment lets a second eviction through.
+	if w.knowsReplicas && int(w.replicas) > liveCount {
+		unavailable += int(w.replicas) - liveCount
+	}
 
 	u := podUpdate{r: r, vs: vs, w: w, unsized: unsized, now: now, live: liveCount, liveByJob: liveByJob, unavailable: unavailable}
 	for i := range plans {
@@ -537,7 +543,7 @@ func (u *podUpdate) evict(ctx context.Context, p *podPlan) error {
 		return nil
 	}
 	if u.unavailable >= u.r.Limits.MaxUnavailablePerWorkload {
-		u.hold(v1alpha1.ReasonDisruptionLimit, fmt.Sprintf("Pod %s: %s; %d of the Pods of %s are unavailable, at most %d may be (--max-unavailable-per-workload)",
+		u.hold(v1alpha1.ReasonDisruptionLimit, fmt.Sprintf("Pod %s: %s; %d of the Pods of %s are unavailable or not created yet, at most %d may be (--max-unavailable-per-workload)",
 			p.pod.Name, p.why, u.unavailable, u.w.key, u.r.Limits.MaxUnavailablePerWorkload))
 		return nil
 	}

@@ -209,6 +209,36 @@ func TestRecreateByEvictionLeavesTheTemplateAlone(t *testing.T) {
 	}
 }
 
+// TestAMissingReplicaIsUnavailable: a Pod the workload wants and has not created yet (three
+// replicas, two Pods) counts as unavailable, so no Pod is evicted before it comes.
+func TestAMissingReplicaIsUnavailable(t *testing.T) {
+	testenv.NeedsAdmissionPolicies(t, env.Config, noEvictionWithoutThePolicy)
+	env.StartManager(t, updating...)
+	ctx := context.Background()
+	ns := env.Namespace(t, "vs-")
+	ref := newWorkload(t, ns, "ReplicaSet", "rs")
+	rs := &appsv1.ReplicaSet{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rs"}, rs); err != nil {
+		t.Fatal(err)
+	}
+	rs.Spec.Replicas = new(int32(3))
+	if err := env.Client.Update(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		runningPod(t, ns, "rs", fmt.Sprintf("rs-%d", i), list("100m", "100Mi"), "cpu=500m,memory=300Mi")
+	}
+	vs := newTargetScalerWith(t, ns, "rs", v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeRecreate,
+		UpdatePolicy: &v1alpha1.UpdatePolicy{MinReplicas: new(int32(1))}})
+	c := waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonDisruptionLimit)
+	if !strings.Contains(c.Message, "1 of the Pods of ReplicaSet.apps/rs are unavailable or not created yet") {
+		t.Errorf("Applied says %q, want the missing replica", c.Message)
+	}
+	if got := evicted(podsOf(t, ns, "rs")); len(got) != 0 {
+		t.Errorf("evicting %v while a replica is missing", got)
+	}
+}
+
 // TestMinReplicasCountsTheJobOfACronJobsPod: minReplicas counts the live Pods of a CronJob's
 // Pod's own Job, as the VPA's updater counts a Pod's controller's: two Jobs of one Pod each
 // overlap, and neither Pod is evicted.
