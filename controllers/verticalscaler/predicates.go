@@ -8,7 +8,8 @@ import (
 )
 
 // WorkloadChanged lets through the events of a workload of kind that can change what the
-// controller reports or writes: creation and deletion (TargetFound), and updates that change
+// controller reports or writes: creation and deletion (TargetFound, also when a relisting
+// informer shows them as an update of another UID), and updates that change
 // how its Pods are selected (its selector, or the Pod template's labels a CronJob's Pods are
 // selected by), or the Pod template's containers or init containers by name, resources or
 // restart policy (which containers get a recommendation, whether they carry it). Everything
@@ -17,7 +18,9 @@ import (
 func WorkloadChanged(kind TemplateKind) predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			if e.ObjectOld == nil || e.ObjectNew == nil {
+			// A workload deleted and created again under its name, which the informer shows as
+			// an update when its watch restarted in between, is news whatever its spec.
+			if e.ObjectOld == nil || e.ObjectNew == nil || e.ObjectOld.GetUID() != e.ObjectNew.GetUID() {
 				return true
 			}
 			older, newer := kind.Template(e.ObjectOld), kind.Template(e.ObjectNew)

@@ -37,6 +37,7 @@ func TestWhichDeploymentEventsReachTheMapFunction(t *testing.T) {
 		want  bool
 	}{
 		{name: "resync (no change)", newer: base.DeepCopy(), want: false},
+		{name: "deleted and created again, seen as an update after a relist", newer: changed(func(d *appsv1.Deployment) { d.UID = "another" }), want: true},
 		{name: "status only", newer: changed(func(d *appsv1.Deployment) { d.Status.ReadyReplicas = 3; d.Status.ObservedGeneration = 1 }), want: false},
 		{name: "replicas", newer: changed(func(d *appsv1.Deployment) { d.Spec.Replicas = new(int32(5)) }), want: false},
 		{name: "image", newer: changed(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "app:v2" }), want: false},
