@@ -114,18 +114,22 @@ func untilNextApply(last *time.Time, now time.Time, interval time.Duration) time
 // controller wants it to have: desiredResources of the resources the API server would admit.
 func desiredResourcesOf(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, rec *v1alpha1.Recommendation,
 	ranges limitRanges) (*v1alpha1.Recommendation, map[string]corev1.ResourceRequirements) {
-	rec = capToLimitRanges(spec, containers, rec, ranges)
+	admitted := make([]corev1.ResourceRequirements, len(containers))
+	for i, c := range containers {
+		admitted[i] = ranges.admitted(c.Resources)
+	}
+	rec = capToLimitRanges(spec, containers, admitted, rec, ranges)
 	byName := map[string]v1alpha1.ContainerRecommendation{}
 	for _, c := range rec.ContainerRecommendations {
 		byName[c.ContainerName] = c
 	}
 	out := map[string]corev1.ResourceRequirements{}
-	for _, c := range containers {
+	for i, c := range containers {
 		r, ok := byName[c.Name]
 		if !ok {
 			continue
 		}
-		if res := desiredResources(ranges.admitted(c.Resources), r, recommender.ContainerPolicyFor(spec, c.Name)); len(res.Requests) > 0 {
+		if res := desiredResources(admitted[i], r, recommender.ContainerPolicyFor(spec, c.Name)); len(res.Requests) > 0 {
 			out[c.Name] = res
 		}
 	}
@@ -166,14 +170,11 @@ func desiredTemplate(template *corev1.PodTemplateSpec, desired map[string]corev1
 // (offRequests) and the minimum interval since the last write has passed. The write is a
 // server-side apply under the controller's field manager that sends only the controlled
 // resources, and nothing when the manager already owns exactly those values. Each write is an
-// Event on the VerticalScaler that says which requests moved.
-func (r *Reconciler) writeTemplate(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) (applyState, error) {
+// Event on the VerticalScaler that says which requests moved. ranges are the namespace's
+// LimitRanges, within which it keeps what it writes.
+func (r *Reconciler) writeTemplate(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation, ranges limitRanges) (applyState, error) {
 	template := w.template()
 	containers := recommender.RecommendedContainers(&template.Spec)
-	ranges, err := limitRangesIn(ctx, r.Client, vs.Namespace)
-	if err != nil {
-		return applyState{}, err
-	}
 	rec, desired := desiredResourcesOf(&vs.Spec, containers, rec, ranges)
 	if len(desired) == 0 {
 		return applyState{reason: v1alpha1.ReasonNoRecommendation, message: "No controlled resource of any container has a recommendation"}, nil
@@ -199,6 +200,7 @@ func (r *Reconciler) writeTemplate(ctx context.Context, vs *v1alpha1.VerticalSca
 	}
 	var owned runtime.ApplyConfiguration
 	if w.kind.Extract != nil {
+		var err error
 		if owned, err = w.kind.Extract(w.object, ControllerName); err != nil {
 			return applyState{}, fmt.Errorf("reading the fields %s owns on %s: %w", ControllerName, w.key, err)
 		}

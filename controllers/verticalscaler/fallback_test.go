@@ -28,7 +28,7 @@ func TestModesWithoutAnAdmissionPolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Missing: tc.missing}
 			vs := &v1alpha1.VerticalScaler{Spec: v1alpha1.VerticalScalerSpec{UpdateMode: tc.mode}}
-			state, err := r.apply(context.Background(), vs, custom, rec, admissionSizing{})
+			state, err := r.apply(context.Background(), vs, custom, rec, limitRanges{}, admissionSizing{})
 			if err != nil {
 				t.Fatal(err)
 			}

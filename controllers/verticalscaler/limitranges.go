@@ -144,16 +144,14 @@ func (l limitRanges) admitted(resources corev1.ResourceRequirements) corev1.Reso
 //     to its request, since the limit must stay within them too;
 //   - then the container policy's minAllowed and maxAllowed again, which the VPA lets win.
 //
-// containers carry the resources they have, and rec is not changed.
-func capToLimitRanges(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, rec *v1alpha1.Recommendation, ranges limitRanges) *v1alpha1.Recommendation {
+// admitted are the containers' resources as the API server admits them (limitRanges.admitted),
+// and rec is not changed.
+func capToLimitRanges(spec *v1alpha1.VerticalScalerSpec, containers []corev1.Container, admitted []corev1.ResourceRequirements,
+	rec *v1alpha1.Recommendation, ranges limitRanges) *v1alpha1.Recommendation {
 	if ranges.container.empty() && ranges.pod.empty() {
 		return rec
 	}
 	out := rec.DeepCopy()
-	admitted := make([]corev1.ResourceRequirements, len(containers))
-	for i, c := range containers {
-		admitted[i] = ranges.admitted(c.Resources)
-	}
 	if !ranges.pod.empty() {
 		out.ContainerRecommendations = capPodSums(spec, containers, admitted, out.ContainerRecommendations, ranges.pod)
 	}

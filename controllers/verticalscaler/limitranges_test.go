@@ -156,7 +156,7 @@ func TestCapToLimitRangesKeepsThePolicyLast(t *testing.T) {
 	spec := &v1alpha1.VerticalScalerSpec{ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "a", MinAllowed: list("500m", "")}}}
 	ranges := mergeLimitRanges([]corev1.LimitRange{storedLimitRange("max", corev1.LimitTypeContainer, nil, list("300m", ""))})
 	rec := recommendationFor(map[string]corev1.ResourceList{"a": list("1", "")})
-	got := capToLimitRanges(spec, []corev1.Container{containerWith("a", list("100m", ""), nil)}, rec, ranges)
+	got, _ := desiredResourcesOf(spec, []corev1.Container{containerWith("a", list("100m", ""), nil)}, rec, ranges)
 	if want := resource.MustParse("500m"); got.ContainerRecommendations[0].Target.Cpu().Cmp(want) != 0 {
 		t.Errorf("target = %s, want %s", got.ContainerRecommendations[0].Target.Cpu(), want.String())
 	}

@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -81,9 +82,7 @@ const sizingHistory = 8
 // from since on, until the next one.
 type sizedSince struct {
 	resources []v1alpha1.ContainerResources
-	// encoded is resources as JSON, to tell a change.
-	encoded string
-	since   time.Time
+	since     time.Time
 }
 
 // admissionSizing is what the admission policy was to give the target's new Pods lately, oldest
@@ -125,26 +124,22 @@ type sizingLog struct {
 }
 
 // observe records that key's new Pods are to get resources as of now, and returns what they
-// were to get lately.
-func (l *sizingLog) observe(key types.NamespacedName, resources []v1alpha1.ContainerResources, now time.Time) (admissionSizing, error) {
-	encoded, err := json.Marshal(resources)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the resources of new Pods: %w", err)
-	}
+// were to get lately. Resources equal but for how a quantity is written are no change.
+func (l *sizingLog) observe(key types.NamespacedName, resources []v1alpha1.ContainerResources, now time.Time) admissionSizing {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.entries == nil {
 		l.entries = map[types.NamespacedName]admissionSizing{}
 	}
 	history := l.entries[key]
-	if len(history) == 0 || history[len(history)-1].encoded != string(encoded) {
-		history = append(history, sizedSince{resources: resources, encoded: string(encoded), since: now})
+	if len(history) == 0 || !equality.Semantic.DeepEqual(history[len(history)-1].resources, resources) {
+		history = append(history, sizedSince{resources: resources, since: now})
 		if len(history) > sizingHistory {
 			history = slices.Clone(history[len(history)-sizingHistory:])
 		}
 		l.entries[key] = history
 	}
-	return slices.Clone(history), nil
+	return slices.Clone(history)
 }
 
 // forget drops key, a VerticalScaler that is gone.
@@ -327,9 +322,12 @@ func live(pod *corev1.Pod) bool {
 // Auto for the kinds whose template a write does not roll) each is evicted. Every change meets
 // the eviction requirements and waits for the manager's rate limit; an eviction also waits
 // until the target has minReplicas live Pods and fewer than MaxUnavailablePerWorkload
-// unavailable ones, and the Eviction API honours PodDisruptionBudgets. It returns what
-// happened, as the Applied condition says it.
-func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation, sizing admissionSizing, inPlace bool) (applyState, error) {
+// unavailable ones, and none while a Pod shows that the admission policy does not size new
+// ones (sizing); the Eviction API honours PodDisruptionBudgets. What the Pods are given stays
+// within the namespace's LimitRanges (ranges). It returns what happened, as the Applied
+// condition says it.
+func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation, ranges limitRanges,
+	sizing admissionSizing, inPlace bool) (applyState, error) {
 	selector, err := metav1.LabelSelectorAsSelector(w.selector)
 	if err != nil {
 		return applyState{}, fmt.Errorf("the Pod selector of %s: %w", w.key, err)
@@ -337,10 +335,6 @@ func (r *Reconciler) updatePods(ctx context.Context, vs *v1alpha1.VerticalScaler
 	var list corev1.PodList
 	if err := r.Client.List(ctx, &list, client.InNamespace(vs.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return applyState{}, fmt.Errorf("listing the Pods of %s: %w", w.key, err)
-	}
-	ranges, err := limitRangesIn(ctx, r.Client, vs.Namespace)
-	if err != nil {
-		return applyState{}, err
 	}
 	now := time.Now()
 	var plans []podPlan

@@ -158,14 +158,7 @@ func TestSizingLogRecordsChanges(t *testing.T) {
 	resources := func(cpu int) []v1alpha1.ContainerResources {
 		return []v1alpha1.ContainerResources{{ContainerName: "app", Requests: list(fmt.Sprintf("%dm", cpu), "")}}
 	}
-	observe := func(cpu int, at time.Time) admissionSizing {
-		t.Helper()
-		got, err := l.observe(key, resources(cpu), at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+	observe := func(cpu int, at time.Time) admissionSizing { return l.observe(key, resources(cpu), at) }
 	observe(500, t0)
 	if got := observe(500, t0.Add(time.Minute)); len(got) != 1 || !got[0].since.Equal(t0) {
 		t.Errorf("the same resources again: %+v, want one entry since %s", got, t0)

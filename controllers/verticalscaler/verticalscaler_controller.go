@@ -167,14 +167,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if target != nil {
 		r.recommend(vs, &obs)
 		if obs.recommendation != nil && vs.Spec.UpdateMode != v1alpha1.UpdateModeOff && vs.Spec.UpdateMode != "" {
-			if obs.podResources, err = r.podResources(ctx, vs, target, obs.recommendation); err != nil {
-				return ctrl.Result{}, err
-			}
-			sizing, err := r.sizing.observe(req.NamespacedName, obs.podResources, time.Now())
+			ranges, err := limitRangesIn(ctx, r.Client, vs.Namespace)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			obs.apply, obs.err = r.apply(ctx, vs, target, obs.recommendation, sizing)
+			if obs.podResources, err = r.podResources(ctx, vs, target, obs.recommendation, ranges); err != nil {
+				return ctrl.Result{}, err
+			}
+			sizing := r.sizing.observe(req.NamespacedName, obs.podResources, time.Now())
+			obs.apply, obs.err = r.apply(ctx, vs, target, obs.recommendation, ranges, sizing)
 		}
 	}
 	ready := meta.FindStatusCondition(vs.Status.Conditions, v1alpha1.ConditionReady).DeepCopy()
@@ -248,7 +249,9 @@ func (r *Reconciler) recommend(vs *v1alpha1.VerticalScaler, obs *observation) {
 }
 
 // apply applies rec as vs's update mode says; nil when the mode applies nothing itself.
-func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation, sizing admissionSizing) (*applyState, error) {
+// ranges are the LimitRanges of vs's namespace, and sizing what new Pods were to get lately.
+func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation, ranges limitRanges,
+	sizing admissionSizing) (*applyState, error) {
 	var state applyState
 	var err error
 	switch vs.Spec.UpdateMode {
@@ -263,7 +266,7 @@ func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *
 		evict := recreatesByEviction(&vs.Spec) && !r.Missing.MutatingAdmissionPolicy
 		switch {
 		case w.object != nil && w.kind.RollsOnTemplateChange && !evict:
-			state, err = r.writeTemplate(ctx, vs, w, rec)
+			state, err = r.writeTemplate(ctx, vs, w, rec, ranges)
 			if err == nil && recreatesByEviction(&vs.Spec) {
 				state.message += " (recreateBy is Eviction, but the API server serves no MutatingAdmissionPolicy to size the replacements of evicted Pods: the Pod template is written instead)"
 			}
@@ -271,10 +274,10 @@ func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *
 			state = applyState{reason: v1alpha1.ReasonAdmissionPolicyUnavailable,
 				message: fmt.Sprintf("updateMode is %s and %s does not roll on a template change, so its Pods would be evicted; but the API server serves no MutatingAdmissionPolicy, so their replacements would start as before: none is evicted (InPlaceOrRecreate would resize them)", vs.Spec.UpdateMode, w.key)}
 		default:
-			state, err = r.updatePods(ctx, vs, w, rec, sizing, false)
+			state, err = r.updatePods(ctx, vs, w, rec, ranges, sizing, false)
 		}
 	case v1alpha1.UpdateModeInPlaceOrRecreate:
-		state, err = r.updatePods(ctx, vs, w, rec, sizing, !r.Missing.PodResize)
+		state, err = r.updatePods(ctx, vs, w, rec, ranges, sizing, !r.Missing.PodResize)
 		if err == nil && r.Missing.PodResize {
 			state.message += " (the API server serves no pods/resize: Pods are evicted, not resized in place)"
 		}
@@ -285,10 +288,11 @@ func (r *Reconciler) apply(ctx context.Context, vs *v1alpha1.VerticalScaler, w *
 }
 
 // podResources are the resources the admission policy gives the containers of the target's new
-// Pods: the recommendation bounded by the container policies, as desiredResources makes it of
-// the containers of the Pod template, or for a custom kind, whose template the controller
-// cannot read, of a running Pod's.
-func (r *Reconciler) podResources(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation) ([]v1alpha1.ContainerResources, error) {
+// Pods: the recommendation bounded by the container policies and the namespace's LimitRanges
+// (ranges), as desiredResourcesOf makes it of the containers of the Pod template, or for a
+// custom kind, whose template the controller cannot read, of a running Pod's.
+func (r *Reconciler) podResources(ctx context.Context, vs *v1alpha1.VerticalScaler, w *workload, rec *v1alpha1.Recommendation,
+	ranges limitRanges) ([]v1alpha1.ContainerResources, error) {
 	var spec *corev1.PodSpec
 	if template := w.template(); template != nil {
 		spec = &template.Spec
@@ -307,10 +311,6 @@ func (r *Reconciler) podResources(ctx context.Context, vs *v1alpha1.VerticalScal
 		spec = &pods.Items[0].Spec
 	}
 	containers := recommender.RecommendedContainers(spec)
-	ranges, err := limitRangesIn(ctx, r.Client, vs.Namespace)
-	if err != nil {
-		return nil, err
-	}
 	_, desired := desiredResourcesOf(&vs.Spec, containers, rec, ranges)
 	var out []v1alpha1.ContainerResources
 	for _, c := range containers {
