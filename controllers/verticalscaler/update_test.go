@@ -109,11 +109,18 @@ func forceDelete(t *testing.T, pod *corev1.Pod) {
 // using 500m and 300Mi, and a VerticalScaler of it in mode with policy.
 func newReplicaSetScaler(t *testing.T, ns string, n int, mode v1alpha1.UpdateMode, policy *v1alpha1.UpdatePolicy) *v1alpha1.VerticalScaler {
 	t.Helper()
+	return newReplicaSetScalerWith(t, ns, n, v1alpha1.VerticalScalerSpec{UpdateMode: mode, UpdatePolicy: policy})
+}
+
+// newReplicaSetScalerWith is newReplicaSetScaler with spec, whose targetRef it sets.
+func newReplicaSetScalerWith(t *testing.T, ns string, n int, spec v1alpha1.VerticalScalerSpec) *v1alpha1.VerticalScaler {
+	t.Helper()
 	ref := newWorkload(t, ns, "ReplicaSet", "rs")
 	for i := range n {
 		runningPod(t, ns, "rs", fmt.Sprintf("rs-%d", i), list("100m", "100Mi"), "cpu=500m,memory=300Mi")
 	}
-	return newTargetScalerWith(t, ns, "rs", v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: mode, UpdatePolicy: policy})
+	spec.TargetRef = &ref
+	return newTargetScalerWith(t, ns, "rs", spec)
 }
 
 // newTargetScalerWith creates VerticalScaler name with spec.
@@ -124,6 +131,19 @@ func newTargetScalerWith(t *testing.T, ns, name string, spec v1alpha1.VerticalSc
 		t.Fatal(err)
 	}
 	return vs
+}
+
+// waitHeld waits until vs's Applied condition says a guard holds evictions back for reason, with
+// a message that says says, and checks that no Pod labelled app: app of ns is being evicted.
+func waitHeld(t *testing.T, vs *v1alpha1.VerticalScaler, reason, says, ns, app string) {
+	t.Helper()
+	c := waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, reason)
+	if !strings.Contains(c.Message, says) {
+		t.Errorf("Applied says %q, want %q", c.Message, says)
+	}
+	if got := evicted(podsOf(t, ns, app)); len(got) != 0 {
+		t.Errorf("evicting %v despite the guard", got)
+	}
 }
 
 // noEvictionWithoutThePolicy is why the eviction tests of a ReplicaSet skip themselves on a
@@ -230,13 +250,7 @@ func TestAMissingReplicaIsUnavailable(t *testing.T) {
 	}
 	vs := newTargetScalerWith(t, ns, "rs", v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeRecreate,
 		UpdatePolicy: &v1alpha1.UpdatePolicy{MinReplicas: new(int32(1))}})
-	c := waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonDisruptionLimit)
-	if !strings.Contains(c.Message, "1 of the Pods of ReplicaSet.apps/rs are unavailable or not created yet") {
-		t.Errorf("Applied says %q, want the missing replica", c.Message)
-	}
-	if got := evicted(podsOf(t, ns, "rs")); len(got) != 0 {
-		t.Errorf("evicting %v while a replica is missing", got)
-	}
+	waitHeld(t, vs, v1alpha1.ReasonDisruptionLimit, "1 of the Pods of ReplicaSet.apps/rs are unavailable or not created yet", ns, "rs")
 }
 
 // TestMinReplicasCountsTheJobOfACronJobsPod: minReplicas counts the live Pods of a CronJob's
@@ -257,13 +271,7 @@ func TestMinReplicasCountsTheJobOfACronJobsPod(t *testing.T) {
 	}
 	vs := newTargetScalerWith(t, ns, "cj", v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeRecreate,
 		UpdatePolicy: &v1alpha1.UpdatePolicy{RecreateBy: v1alpha1.RecreateByEviction}})
-	c := waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonMinReplicas)
-	if !strings.Contains(c.Message, "Job cj-1 of CronJob.batch/cj has 1 live Pods, fewer than minReplicas 2") {
-		t.Errorf("Applied says %q, want the Job's live Pods", c.Message)
-	}
-	if got := evicted(podsOf(t, ns, "cj")); len(got) != 0 {
-		t.Errorf("evicting %v, each the only Pod of its Job", got)
-	}
+	waitHeld(t, vs, v1alpha1.ReasonMinReplicas, "Job cj-1 of CronJob.batch/cj has 1 live Pods, fewer than minReplicas 2", ns, "cj")
 }
 
 // TestNoEvictionWhenReplacementsComeBackUnsized: where no admission policy sizes the target's
@@ -274,13 +282,9 @@ func TestNoEvictionWhenReplacementsComeBackUnsized(t *testing.T) {
 	testenv.NeedsAdmissionPolicies(t, env.Config, noEvictionWithoutThePolicy)
 	env.StartManager(t, updating...)
 	ns := env.Namespace(t, "vs-")
-	ref := newWorkload(t, ns, "ReplicaSet", "rs")
-	for i := range 2 {
-		runningPod(t, ns, "rs", fmt.Sprintf("rs-%d", i), list("100m", "100Mi"), "cpu=500m,memory=300Mi")
-	}
 	// A recommendation pinned by the policy, so that what new Pods get does not move.
 	pinned := list("500m", "400Mi")
-	vs := newTargetScalerWith(t, ns, "rs", v1alpha1.VerticalScalerSpec{TargetRef: &ref, UpdateMode: v1alpha1.UpdateModeRecreate,
+	vs := newReplicaSetScalerWith(t, ns, 2, v1alpha1.VerticalScalerSpec{UpdateMode: v1alpha1.UpdateModeRecreate,
 		UpdatePolicy:      &v1alpha1.UpdatePolicy{MinReplicas: new(int32(1))},
 		ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "*", MinAllowed: pinned, MaxAllowed: pinned}}})
 	var first []string
@@ -332,13 +336,7 @@ func TestGuardsHoldEvictionsBack(t *testing.T) {
 				}
 			}
 			vs := newReplicaSetScaler(t, ns, 3, v1alpha1.UpdateModeRecreate, tc.policy)
-			c := waitCondition(t, vs, v1alpha1.ConditionApplied, metav1.ConditionFalse, tc.reason)
-			if !strings.Contains(c.Message, tc.says) {
-				t.Errorf("Applied says %q, want %q", c.Message, tc.says)
-			}
-			if got := evicted(podsOf(t, ns, "rs")); len(got) != 0 {
-				t.Errorf("evicting %v despite the guard", got)
-			}
+			waitHeld(t, vs, tc.reason, tc.says, ns, "rs")
 		})
 	}
 }
