@@ -87,21 +87,24 @@ all: build
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from the API types.
-	$(CONTROLLER_GEN) object paths=./apis/...
+generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from the API types (apis/vpa is read as unstructured and needs none).
+	$(CONTROLLER_GEN) object paths=./apis/v1alpha1/...
 
 # One kustomize component per controller in config/components/NAME: its ClusterRole comes from
 # the markers of controllers/NAME alone, and its crd/ holds copies of the CRDs it serves
 # (kustomize refuses files outside a kustomization's directory). config/rbac/role.yaml is the
 # union, for running the whole manager outside kustomize. The Helm chart carries copies of each
 # component's crd/ and rbac/ in files/components (Helm reads no file outside the chart); test/helm
-# keeps the chart's objects equal to the kustomize builds'.
+# keeps the chart's objects equal to the kustomize builds'. config/crd/vpa holds the Vertical Pod
+# Autoscaler's two CRDs, generated from apis/vpa (its histograms' totalWeight is a float, hence
+# allowDangerousTypes), for clusters without the VPA's own; the chart carries them in files/crd/vpa.
 COMPONENTS = $(notdir $(wildcard config/components/*))
 CHART = charts/switchboard
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the union) from markers into config/.
-	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./apis/v1alpha1/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./apis/vpa/... output:crd:artifacts:config=config/crd/vpa
 	$(CONTROLLER_GEN) rbac:roleName=switchboard-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	for c in $(COMPONENTS); do \
 		$(CONTROLLER_GEN) rbac:roleName=switchboard-$$c paths=./controllers/$$c/... output:rbac:artifacts:config=config/components/$$c/rbac; \
@@ -112,6 +115,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC (per controller and the u
 		mkdir -p $(CHART)/files/components/$$c && cp -R config/components/$$c/rbac $(CHART)/files/components/$$c/; \
 		if [ -d config/components/$$c/crd ]; then cp -R config/components/$$c/crd $(CHART)/files/components/$$c/; fi; \
 	done
+	rm -rf $(CHART)/files/crd && mkdir -p $(CHART)/files/crd/vpa && cp config/crd/vpa/*_*.yaml $(CHART)/files/crd/vpa/
 	mkdir -p $(CHART)/files/alerts $(CHART)/files/grafana
 	cp config/alerts/alerts.yaml $(CHART)/files/alerts/
 	cp config/grafana/switchboard.json $(CHART)/files/grafana/

@@ -72,10 +72,10 @@ func TestScalerSpecOf(t *testing.T) {
 		wantProblems: []string{"spec.targetRef.apiVersion"},
 	}, {
 		name: "what Switchboard does not do is named, field by field",
-		spec: vpav1.Spec{TargetRef: deployment, StartupBoost: map[string]any{"cpu": map[string]any{"type": "Factor"}},
+		spec: vpav1.Spec{TargetRef: deployment, StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.StartupBoostOfResource{Type: "Factor", Factor: new(int32(2))}},
 			UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: new("InPlace"), EvictAfterOOMSeconds: new(int32(60))},
 			ResourcePolicy: &vpav1.PodResourcePolicy{ContainerPolicies: []vpav1.ContainerResourcePolicy{
-				{ContainerName: "app", Mode: new("Sometimes"), StartupBoost: map[string]any{}},
+				{ContainerName: "app", Mode: new("Sometimes"), StartupBoost: &vpav1.StartupBoost{}},
 			}}},
 		wantProblems: []string{"spec.startupBoost", "spec.updatePolicy.updateMode: InPlace", "spec.updatePolicy.evictAfterOOMSeconds",
 			"spec.resourcePolicy.containerPolicies[0].mode", "spec.resourcePolicy.containerPolicies[0].startupBoost"},

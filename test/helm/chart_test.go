@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -781,30 +782,37 @@ func TestUserRolesFollowTheValues(t *testing.T) {
 	}
 }
 
-// TestCRDsFollowTheValues checks crds.install and crds.keep: the CRDs of the controllers on,
-// kept on uninstall by default, and none when not installed.
+// TestCRDsFollowTheValues checks crds.install, crds.keep and crds.vpa: the CRDs of the
+// controllers on, kept on uninstall by default, none when not installed, and the VPA's only
+// when asked for, whatever crds.install says.
 func TestCRDsFollowTheValues(t *testing.T) {
-	count := func(objs []*unstructured.Unstructured) (crds, kept int) {
-		for _, obj := range objs {
+	const vpa, checkpoint = "verticalpodautoscalers.autoscaling.k8s.io", "verticalpodautoscalercheckpoints.autoscaling.k8s.io"
+	ours := []string{"myapps.app.example.com", "verticalscalercheckpoints.app.example.com", "verticalscalers.app.example.com"}
+	for _, tc := range []struct {
+		values     string
+		crds, kept []string
+	}{
+		{"", ours, ours},
+		{"crds: {keep: false}", ours, nil},
+		{"crds: {install: false}", nil, nil},
+		{"crds: {vpa: true}", append([]string{checkpoint, vpa}, ours...), append([]string{checkpoint, vpa}, ours...)},
+		{"crds: {install: false, keep: false, vpa: true}", []string{checkpoint, vpa}, nil},
+	} {
+		var crds, kept []string
+		for _, obj := range render(t, tc.values) {
 			if obj.GetKind() == "CustomResourceDefinition" {
-				crds++
+				crds = append(crds, obj.GetName())
 				if obj.GetAnnotations()["helm.sh/resource-policy"] == "keep" {
-					kept++
+					kept = append(kept, obj.GetName())
 				}
 			}
 		}
-		return crds, kept
-	}
-	for _, tc := range []struct {
-		values     string
-		crds, kept int
-	}{
-		{"", 3, 3},
-		{"crds: {keep: false}", 3, 0},
-		{"crds: {install: false}", 0, 0},
-	} {
-		if crds, kept := count(render(t, tc.values)); crds != tc.crds || kept != tc.kept {
-			t.Errorf("values %q: %d CRDs, %d kept; want %d, %d", tc.values, crds, kept, tc.crds, tc.kept)
+		sortNames := cmpopts.SortSlices(func(a, b string) bool { return a < b })
+		if diff := cmp.Diff(tc.crds, crds, sortNames, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("values %q: CRDs (-want +got):\n%s", tc.values, diff)
+		}
+		if diff := cmp.Diff(tc.kept, kept, sortNames, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("values %q: CRDs kept (-want +got):\n%s", tc.values, diff)
 		}
 	}
 }
@@ -815,7 +823,7 @@ func TestCRDsFollowTheValues(t *testing.T) {
 func TestChartCopiesAreCurrent(t *testing.T) {
 	var want, got []string
 	for dir, list := range map[string]*[]string{configDir: &want, filepath.Join(chartDir, "files"): &got} {
-		for _, pattern := range []string{"components/*/crd/*.yaml", "components/*/rbac/*.yaml", "alerts/alerts.yaml", "grafana/switchboard.json"} {
+		for _, pattern := range []string{"components/*/crd/*.yaml", "components/*/rbac/*.yaml", "crd/vpa/*_*.yaml", "alerts/alerts.yaml", "grafana/switchboard.json"} {
 			matches, err := filepath.Glob(filepath.Join(dir, pattern))
 			if err != nil {
 				t.Fatal(err)

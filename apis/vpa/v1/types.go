@@ -1,16 +1,21 @@
 // Package v1 is the Vertical Pod Autoscaler's API, autoscaling.k8s.io/v1, as Switchboard reads
 // and writes it: the VerticalPodAutoscaler's spec and status, field for field as VPA v1.8.1
-// serves them. Switchboard does not own this API (the VPA's CRD defines it), so nothing here is
-// a CRD or registered with a scheme: the verticalscaler reads VerticalPodAutoscalers as
-// unstructured objects and converts their spec into these types strictly, so that a field this
-// package does not know (one a newer VPA added) is refused by name instead of dropped.
+// serves them. Switchboard does not own this API and registers nothing here with a scheme: the
+// verticalscaler reads VerticalPodAutoscalers as unstructured objects and converts their spec
+// into these types strictly, so that a field this package does not know (one a newer VPA added)
+// is refused by name instead of dropped.
+//
+// The CRDs of config/crd/vpa are generated from these types, for a cluster that has none of the
+// VPA's own (the Helm chart's crds.vpa): the markers give them the VPA v1.8.1 CRDs' names,
+// columns and validation, and config/vpa_crds_test.go holds their schemas to those of the
+// VPA's release.
 //
 // These are Switchboard's own types rather than the VPA's Go module: that module requires newer
 // versions of libraries the manager shares with the kube-apiserver that `make test` builds
 // (kube-openapi, go-openapi, cbor, prometheus), and a second version of each would be compiled
 // on every cold build.
 //
-// +kubebuilder:skip
+// +groupName=autoscaling.k8s.io
 package v1
 
 import (
@@ -31,9 +36,42 @@ const Kind = "VerticalPodAutoscaler"
 // meant for.
 const DefaultRecommenderName = "default"
 
+// VerticalPodAutoscaler sizes the containers of a workload's Pods.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=vpa
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Mode",type="string",JSONPath=".spec.updatePolicy.updateMode"
+// +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.recommendation.containerRecommendations[0].target.cpu"
+// +kubebuilder:printcolumn:name="Mem",type="string",JSONPath=".status.recommendation.containerRecommendations[0].target.memory"
+// +kubebuilder:printcolumn:name="Provided",type="string",JSONPath=".status.conditions[?(@.type=='RecommendationProvided')].status"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="MinReplicas",type="integer",JSONPath=".spec.updatePolicy.minReplicas",priority=1
+// +kubebuilder:printcolumn:name="OOMSeconds",type="integer",JSONPath=".spec.updatePolicy.evictAfterOOMSeconds",priority=1
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=https://github.com/kubernetes/kubernetes/pull/63797"
+type VerticalPodAutoscaler struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	// Spec says which workload is sized and how.
+	Spec Spec `json:"spec"`
+	// Status is the latest recommendation and the conditions.
+	Status Status `json:"status,omitempty"`
+}
+
+// VerticalPodAutoscalerList is a list of VerticalPodAutoscalers.
+//
+// +kubebuilder:object:root=true
+type VerticalPodAutoscalerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VerticalPodAutoscaler `json:"items"`
+}
+
 // Spec is a VerticalPodAutoscaler's spec.
 type Spec struct {
 	// TargetRef names the workload whose Pods are sized.
+	// +required
 	TargetRef *autoscalingv1.CrossVersionObjectReference `json:"targetRef,omitempty"`
 	// UpdatePolicy says how recommendations reach the Pods.
 	UpdatePolicy *PodUpdatePolicy `json:"updatePolicy,omitempty"`
@@ -41,8 +79,33 @@ type Spec struct {
 	ResourcePolicy *PodResourcePolicy `json:"resourcePolicy,omitempty"`
 	// Recommenders names the recommender meant to act on the object: none means the default.
 	Recommenders []*RecommenderSelector `json:"recommenders,omitempty"`
-	// StartupBoost raises CPU while a Pod starts; kept raw, as Switchboard does not do it.
-	StartupBoost map[string]any `json:"startupBoost,omitempty"`
+	// StartupBoost raises CPU while a Pod starts. Switchboard does not do it: an object that
+	// asks for it is ConfigUnsupported.
+	StartupBoost *StartupBoost `json:"startupBoost,omitempty"`
+}
+
+// StartupBoost raises a container's resources while it starts.
+type StartupBoost struct {
+	// CPU is the boost of CPU.
+	CPU *StartupBoostOfResource `json:"cpu,omitempty"`
+}
+
+// StartupBoostOfResource is how much one resource is raised while a container starts, and for
+// how long.
+//
+// +kubebuilder:validation:XValidation:rule="(self.type == 'Factor') == has(self.factor)",message="factor goes with type Factor, and with no other type"
+// +kubebuilder:validation:XValidation:rule="(self.type == 'Quantity') == has(self.quantity)",message="quantity goes with type Quantity, and with no other type"
+type StartupBoostOfResource struct {
+	// Type is Factor (the request multiplied by factor) or Quantity (the request raised to
+	// quantity).
+	// +kubebuilder:validation:Enum=Factor;Quantity
+	Type string `json:"type"`
+	// Factor multiplies the request, with type Factor.
+	Factor *int32 `json:"factor,omitempty"`
+	// Quantity is the request while starting, with type Quantity.
+	Quantity *resource.Quantity `json:"quantity,omitempty"`
+	// DurationSeconds is how long the boost lasts once the container is ready.
+	DurationSeconds *int32 `json:"durationSeconds,omitempty"`
 }
 
 // RecommenderSelector names a recommender.
@@ -64,12 +127,14 @@ const (
 // PodUpdatePolicy says how recommendations reach the Pods.
 type PodUpdatePolicy struct {
 	// UpdateMode is one of the UpdateMode constants; Recreate when unset.
+	// +kubebuilder:validation:Enum=Off;Initial;Recreate;InPlaceOrRecreate;InPlace;Auto
 	UpdateMode *string `json:"updateMode,omitempty"`
 	// MinReplicas is the least number of live Pods for one to be evicted.
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 	// EvictionRequirements must all hold for a Pod to be evicted.
 	EvictionRequirements []*EvictionRequirement `json:"evictionRequirements,omitempty"`
 	// EvictAfterOOMSeconds lets a Pod OOM-killed this soon after its start be evicted early.
+	// +kubebuilder:validation:Minimum=1
 	EvictAfterOOMSeconds *int32 `json:"evictAfterOOMSeconds,omitempty"`
 }
 
@@ -79,6 +144,7 @@ type EvictionRequirement struct {
 	// Resources are the resources it looks at.
 	Resources []corev1.ResourceName `json:"resources"`
 	// ChangeRequirement is TargetHigherThanRequests or TargetLowerThanRequests.
+	// +kubebuilder:validation:Enum=TargetHigherThanRequests;TargetLowerThanRequests
 	ChangeRequirement string `json:"changeRequirement"`
 }
 
@@ -99,6 +165,7 @@ type ContainerResourcePolicy struct {
 	// ContainerName is a container's name, or "*".
 	ContainerName string `json:"containerName,omitempty"`
 	// Mode is Auto (default) or Off, which leaves the container without a recommendation.
+	// +kubebuilder:validation:Enum=Auto;Off
 	Mode *string `json:"mode,omitempty"`
 	// MinAllowed is the least recommendation, per resource.
 	MinAllowed corev1.ResourceList `json:"minAllowed,omitempty"`
@@ -108,18 +175,21 @@ type ContainerResourcePolicy struct {
 	// set and empty.
 	ControlledResources *[]corev1.ResourceName `json:"controlledResources,omitempty"`
 	// ControlledValues is RequestsAndLimits (default) or RequestsOnly.
+	// +kubebuilder:validation:Enum=RequestsAndLimits;RequestsOnly
 	ControlledValues *string `json:"controlledValues,omitempty"`
 	// OOMBumpUpRatio multiplies the memory of a container killed for lack of it.
 	OOMBumpUpRatio *resource.Quantity `json:"oomBumpUpRatio,omitempty"`
 	// OOMMinBumpUp is the least memory added after such a kill.
 	OOMMinBumpUp *resource.Quantity `json:"oomMinBumpUp,omitempty"`
 	// MemoryAggregationIntervalSeconds is the window of one memory peak.
+	// +kubebuilder:validation:Minimum=1
 	MemoryAggregationIntervalSeconds *int32 `json:"memoryAggregationIntervalSeconds,omitempty"`
 	// MemoryAggregationIntervalCount is how many windows the history keeps.
+	// +kubebuilder:validation:Minimum=1
 	MemoryAggregationIntervalCount *int64 `json:"memoryAggregationIntervalCount,omitempty"`
-	// StartupBoost is the container's own startup boost; kept raw, as Switchboard does not do
-	// it.
-	StartupBoost map[string]any `json:"startupBoost,omitempty"`
+	// StartupBoost is the container's own startup boost. Switchboard does not do it: an object
+	// that asks for it is ConfigUnsupported.
+	StartupBoost *StartupBoost `json:"startupBoost,omitempty"`
 }
 
 // Status is a VerticalPodAutoscaler's status.
@@ -129,6 +199,7 @@ type Status struct {
 	// Conditions are the condition types below, at most one of each, sorted by type.
 	Conditions []Condition `json:"conditions,omitempty"`
 	// ObservedGeneration is the generation of the spec the status is about.
+	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }
 
@@ -180,6 +251,7 @@ type Condition struct {
 	// Message says it in words.
 	Message string `json:"message,omitempty"`
 	// ObservedGeneration is the generation the condition was set at.
+	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
@@ -190,6 +262,31 @@ const CheckpointKind = "VerticalPodAutoscalerCheckpoint"
 // CheckpointVersion is the version of the checkpoints' encoding that Switchboard reads, VPA
 // v1.8.1's.
 const CheckpointVersion = "v3"
+
+// VerticalPodAutoscalerCheckpoint is the usage history of one container of a
+// VerticalPodAutoscaler's target, as the VPA's recommender saves it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=vpacheckpoint
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=https://github.com/kubernetes/kubernetes/pull/63797"
+type VerticalPodAutoscalerCheckpoint struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	// Spec says whose history it is.
+	Spec CheckpointSpec `json:"spec,omitempty"`
+	// Status is the history.
+	Status CheckpointStatus `json:"status,omitempty"`
+}
+
+// VerticalPodAutoscalerCheckpointList is a list of VerticalPodAutoscalerCheckpoints.
+//
+// +kubebuilder:object:root=true
+type VerticalPodAutoscalerCheckpointList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VerticalPodAutoscalerCheckpoint `json:"items"`
+}
 
 // CheckpointSpec says whose history a VerticalPodAutoscalerCheckpoint holds.
 type CheckpointSpec struct {
@@ -202,6 +299,7 @@ type CheckpointSpec struct {
 // CheckpointStatus is the usage history of one container of a VerticalPodAutoscaler's target.
 type CheckpointStatus struct {
 	// LastUpdateTime is when it was written.
+	// +nullable
 	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
 	// Version is the version of the encoding, CheckpointVersion.
 	Version string `json:"version,omitempty"`
@@ -210,9 +308,12 @@ type CheckpointStatus struct {
 	// MemoryHistogram is the decaying histogram of memory peaks, in bytes.
 	MemoryHistogram HistogramCheckpoint `json:"memoryHistogram,omitempty"`
 	// FirstSampleStart and LastSampleStart bound the history.
+	// +nullable
 	FirstSampleStart *metav1.Time `json:"firstSampleStart,omitempty"`
-	LastSampleStart  *metav1.Time `json:"lastSampleStart,omitempty"`
+	// +nullable
+	LastSampleStart *metav1.Time `json:"lastSampleStart,omitempty"`
 	// TotalSamplesCount is how many samples the history holds.
+	// +kubebuilder:validation:Format=""
 	TotalSamplesCount int64 `json:"totalSamplesCount,omitempty"`
 }
 
@@ -220,9 +321,13 @@ type CheckpointStatus struct {
 // one's (10000), by bucket index, and the weight of them all at the reference time.
 type HistogramCheckpoint struct {
 	// ReferenceTimestamp is the time the weights are taken at.
+	// +nullable
 	ReferenceTimestamp *metav1.Time `json:"referenceTimestamp,omitempty"`
 	// BucketWeights are the relative weights by bucket index, written as a decimal string: a
 	// JSON object's keys are strings.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	BucketWeights map[string]int64 `json:"bucketWeights,omitempty"`
 	// TotalWeight is the weight of every bucket at ReferenceTimestamp.
 	TotalWeight float64 `json:"totalWeight,omitempty"`
