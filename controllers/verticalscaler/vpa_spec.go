@@ -85,7 +85,7 @@ func scalerSpecOf(spec *vpav1.Spec) (v1alpha1.VerticalScalerSpec, []string) {
 	}
 	out.TargetRef = ref
 	if spec.StartupBoost != nil {
-		problems = append(problems, "spec.startupBoost: Switchboard does not boost CPU at startup")
+		problems = append(problems, unsupportedField("spec.startupBoost"))
 	}
 	mode, policy, updateProblems := updatePolicyOf(spec.UpdatePolicy)
 	out.UpdateMode, out.UpdatePolicy = mode, policy
@@ -136,7 +136,7 @@ func updatePolicyOf(in *vpav1.PodUpdatePolicy) (v1alpha1.UpdateMode, *v1alpha1.U
 		}
 	}
 	if in.EvictAfterOOMSeconds != nil {
-		problems = append(problems, "spec.updatePolicy.evictAfterOOMSeconds: not supported: a container killed for lack of memory raises its recommendation, and its Pod is changed as the update mode says")
+		problems = append(problems, unsupportedField("spec.updatePolicy.evictAfterOOMSeconds"))
 	}
 	policy.MinReplicas = in.MinReplicas
 	for i, r := range in.EvictionRequirements {
@@ -193,7 +193,7 @@ func containerPolicyOf(path string, in vpav1.ContainerResourcePolicy) (v1alpha1.
 		}
 	}
 	if in.StartupBoost != nil {
-		problems = append(problems, path+".startupBoost: Switchboard does not boost CPU at startup")
+		problems = append(problems, unsupportedField(path+".startupBoost"))
 	}
 	return out, problems
 }

@@ -27,6 +27,8 @@ var markedBlocks = []markedBlock{
 	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-annotations", reloaderFormsTable("annotation", configmapwatcher.ReloaderAnnotationForms, "")},
 	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-environment", reloaderFormsTable("variable", configmapwatcher.ReloaderEnvironment, "")},
 	{filepath.Join("docs", "migrating", "from-reloader.md"), "reloader-chart-values", writeReloaderChartValues},
+	{filepath.Join("docs", "migrating", "from-vpa.md"), "vpa-fields", writeVPAFields},
+	{filepath.Join("docs", "migrating", "from-vpa.md"), "vpa-flags", writeVPAFlags},
 	{filepath.Join("docs", "operations", "security.md"), "rbac-controllers", writeControllerRBAC},
 	{filepath.Join("docs", "operations", "security.md"), "rbac-common", writeCommonRBAC},
 	{filepath.Join("docs", "controllers", "configmapwatcher.md"), "rbac", controllerRBAC("configmapwatcher")},

@@ -1,18 +1,17 @@
 package vpacompare
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	vpatypes "k8s.io/autoscaler/vertical-pod-autoscaler/pkg/apis/autoscaling.k8s.io/v1"
-)
 
-// migrationPage is the page whose table says what each VPA field does in Switchboard.
-var migrationPage = filepath.Join("..", "..", "docs", "migrating", "from-vpa.md")
+	"github.com/example/switchboard/controllers/verticalscaler"
+	"github.com/example/switchboard/internal/testenv"
+)
 
 // namedWhole are the VPA's structs the table names as one field, not field by field: a
 // requirement, a recommender's name, a container's recommendation, a condition, and the startup
@@ -48,42 +47,24 @@ func vpaFields(prefix string, t reflect.Type) []string {
 	return out
 }
 
-// TestMigrationTableNamesEveryVPAField: the migration page's table of fields names every field of
-// the VPA's VerticalPodAutoscaler spec and status (of the release this module requires), by its
-// path or its last part, so that a field the VPA adds shows up here, to be said what it does.
-func TestMigrationTableNamesEveryVPAField(t *testing.T) {
-	page, err := os.ReadFile(migrationPage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, found := strings.Cut(string(page), "| VPA | VerticalScaler | what differs |")
-	if !found {
-		t.Fatalf("%s has no table of fields (| VPA | VerticalScaler | what differs |)", migrationPage)
-	}
-	table, _, _ = strings.Cut(table, "\n\n")
-	named := map[string]bool{}
-	code := regexp.MustCompile("`([^`]+)`")
-	for row := range strings.SplitSeq(table, "\n") {
-		cells := strings.Split(row, "|")
-		if len(cells) < 2 {
-			continue
-		}
-		for _, m := range code.FindAllStringSubmatch(cells[1], -1) {
-			path := strings.ReplaceAll(m[1], "[]", "")
-			named[path] = true
-			named[path[strings.LastIndex(path, ".")+1:]] = true
-		}
-	}
+// TestVPAFieldsAreTheVPAs: the fields the migration page's generated table lists
+// (verticalscaler.VPAFields) are those of the VPA's VerticalPodAutoscaler spec and status, of
+// the release this module requires: a field the VPA adds shows up here, to be said what it does,
+// and the table names no field the VPA does not have.
+func TestVPAFieldsAreTheVPAs(t *testing.T) {
 	vpa := reflect.TypeFor[vpatypes.VerticalPodAutoscaler]()
 	spec, _ := vpa.FieldByName("Spec")
 	status, _ := vpa.FieldByName("Status")
-	fields := append(vpaFields("spec", spec.Type), vpaFields("status", status.Type)...)
-	if len(fields) < 20 {
-		t.Fatalf("found %d fields of the VPA's spec and status, %v: too few to be the whole API", len(fields), fields)
+	theirs := append(vpaFields("spec", spec.Type), vpaFields("status", status.Type)...)
+	if len(theirs) < 20 {
+		t.Fatalf("found %d fields of the VPA's spec and status, %v: too few to be the whole API", len(theirs), theirs)
 	}
-	for _, path := range fields {
-		if !named[path] && !named[path[strings.LastIndex(path, ".")+1:]] {
-			t.Errorf("%s names no VPA field %s: add a row that says what it does here", migrationPage, path)
-		}
+	var ours []string
+	for _, f := range verticalscaler.VPAFields {
+		ours = append(ours, strings.ReplaceAll(f.Path, "[]", ""))
+	}
+	sortStrings := cmpopts.SortSlices(func(a, b string) bool { return a < b })
+	if diff := cmp.Diff(theirs, ours, sortStrings); diff != "" {
+		t.Errorf("verticalscaler.VPAFields against the fields of VPA %s (-VPA +table):\n%s", testenv.VPAVersion, diff)
 	}
 }

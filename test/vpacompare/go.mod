@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/example/switchboard v0.0.0
+	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/client_model v0.6.3
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -36,7 +37,6 @@ require (
 	github.com/go-openapi/swag/typeutils v0.29.2 // indirect
 	github.com/go-openapi/swag/yamlutils v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
