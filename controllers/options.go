@@ -114,6 +114,8 @@ type Options struct {
 	TriggerCertDir         string
 	Zap                    zap.Options
 
+	IdleRecheckInterval time.Duration
+
 	// missingAPIs are the optional APIs the API server does not serve, as Prepare found them.
 	missingAPIs apifeatures.Missing
 }
@@ -149,7 +151,8 @@ func NewOptions() *Options {
 		SourceBufferSize: sources.DefaultBufferSize,
 		TriggerSecure:    true,
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
-		Zap: zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
+		Zap:                 zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
+		IdleRecheckInterval: DefaultIdleRecheckInterval,
 	}
 }
 
@@ -184,6 +187,7 @@ func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
 		section("Controllers", func(fs *flag.FlagSet) {
 			fs.StringVar(&o.Controllers, "controllers", o.Controllers, "Comma-separated controllers to run: '*' runs every controller enabled by default, 'foo' runs foo, '-foo' leaves foo off; a group name runs each of its controllers enabled by default ('-group' leaves all off), and a controller's own name wins over its group's. "+KnownControllers(table)+".")
 			fs.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "Comma-separated concurrent reconciles per controller, for example 'myapp=4,verticalscaler=2'; a group name sets each of its controllers; an unlisted controller runs its default (WORKERS in --list-controllers).")
+			fs.DurationVar(&o.IdleRecheckInterval, "idle-recheck-interval", o.IdleRecheckInterval, "How often the manager looks again whether each controller left idle at start (its CRD missing, or, for verticalpodautoscaler, the VPA's own components running) still is, and each running one still may run; when one changed it stops with an error naming it, for its restart to follow the change. 0 never looks again.")
 			fs.BoolVar(&o.ListControllers, "list-controllers", false, "Print the controller table (name, group, default, workers, kind, watches, indexes, sources) and exit.")
 			fs.BoolVar(&o.Version, "version", false, "Print the version, commit, build date and Go version, and exit.")
 		}),
@@ -294,37 +298,31 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 	}
 	active := make([]Controller, 0, len(sel.Controllers))
 	sel.Idle = map[string]string{}
+	recheck := &idleRecheck{interval: o.IdleRecheckInterval, namespaces: namespaces, discovery: discoveryClient, decided: map[string]string{}}
 	for _, c := range sel.Controllers {
-		if c.Idle != nil {
-			if reason := c.Idle(namespaces); reason != "" {
-				log.Info("Controller idle", "controller", c.Name, "reason", reason)
-				sel.Idle[c.Name] = reason
-				continue
-			}
+		if c.Idle == nil && !c.Optional {
+			active = append(active, c)
+			continue
 		}
-		if c.Optional {
-			d, err := discoveryClient()
-			if err != nil {
-				return Selection{}, err
-			}
-			gvk := c.For.GetObjectKind().GroupVersionKind()
-			var served bool
-			err = transient.Retry(ctx, transient.StartBackoff, log, "asking whether the API server serves "+gvk.GroupVersion().String(),
-				func(context.Context) (err error) {
-					served, err = apifeatures.Serves(d, gvk.GroupVersion().String(), func(r metav1.APIResource) bool { return r.Kind == gvk.Kind })
-					return err
-				})
-			if err != nil {
-				return Selection{}, fmt.Errorf("controller %s: %w", c.Name, err)
-			}
-			if !served {
-				reason := fmt.Sprintf("the API server does not serve %s %s (is its CRD installed?); restart the manager once it is", gvk.GroupVersion(), gvk.Kind)
-				log.Info("Controller idle", "controller", c.Name, "reason", reason)
-				sel.Idle[c.Name] = reason
-				continue
-			}
+		reason, err := idleReason(ctx, c, namespaces, discoveryClient, transient.StartBackoff)
+		var cannotTell *idleUnknownError
+		switch {
+		case errors.As(err, &cannotTell):
+			reason = err.Error()
+		case err != nil:
+			return Selection{}, fmt.Errorf("controller %s: %w", c.Name, err)
+		}
+		recheck.controllers = append(recheck.controllers, c)
+		recheck.decided[c.Name] = reason
+		if reason != "" {
+			log.Info("Controller idle", "controller", c.Name, "reason", reason)
+			sel.Idle[c.Name] = reason
+			continue
 		}
 		active = append(active, c)
+	}
+	if len(recheck.controllers) > 0 && recheck.interval > 0 {
+		sel.Runnables = append(sel.Runnables, recheck)
 	}
 	sel.Controllers = active
 	if err := o.findFallbacks(ctx, discoveryClient, sel.Controllers, log); err != nil {
@@ -365,6 +363,8 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		return Selection{}, fmt.Errorf("--kube-api-qps must be a finite number, got %v", o.KubeAPIQPS)
 	case o.KubeAPIBurst < 1:
 		return Selection{}, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst)
+	case o.IdleRecheckInterval < 0:
+		return Selection{}, fmt.Errorf("--idle-recheck-interval must not be negative, got %s", o.IdleRecheckInterval)
 	case o.SyncPeriod <= 0:
 		return Selection{}, fmt.Errorf("--sync-period must be positive, got %s", o.SyncPeriod)
 	case o.ResyncInterval < 0:

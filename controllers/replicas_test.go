@@ -394,7 +394,7 @@ func TestStandbysAreReadyAndSayWhoLeads(t *testing.T) {
 				// Idle without its CRD (Argo Rollouts', the VPA's), which this package's
 				// control plane does not install.
 				gvk := c.For.GetObjectKind().GroupVersionKind()
-				want[c.Name] = controllers.RoleIdle + fmt.Sprintf("the API server does not serve %s %s (is its CRD installed?); restart the manager once it is", gvk.GroupVersion(), gvk.Kind)
+				want[c.Name] = controllers.RoleIdle + fmt.Sprintf("the API server does not serve %s %s (is its CRD installed?); the manager looks again every minute", gvk.GroupVersion(), gvk.Kind)
 				continue
 			}
 			want[c.Name] = controllers.RoleStandby

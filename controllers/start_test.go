@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/example/switchboard/internal/testenv"
 )
@@ -54,5 +55,29 @@ func TestStartRidesOutFailingDiscovery(t *testing.T) {
 	defer discovery.mu.Unlock()
 	if discovery.asked <= discovery.fail {
 		t.Errorf("discovery asked %d times, %d of them failed: the start went on without it", discovery.asked, discovery.fail)
+	}
+}
+
+// TestManagerStopsWhenAnIdleControllerMayRun: a manager that started without the VPA's CRD
+// leaves the verticalpodautoscaler idle; once the CRD is installed, its next look stops it with
+// an error that says so, for its restart to run the controller.
+func TestManagerStopsWhenAnIdleControllerMayRun(t *testing.T) {
+	own := testenv.StartForTest(t)
+	m := own.StartReplica(t, testenv.Replica{}, "--controllers=verticalscaler", "--usage-source=off", "--idle-recheck-interval=200ms")
+	if !m.GetCache().WaitForCacheSync(t.Context()) {
+		t.Fatal("cache did not sync")
+	}
+	time.Sleep(time.Second)
+	if err := m.Err(); err != nil {
+		t.Fatalf("the manager stopped before the CRD was installed: %v", err)
+	}
+	own.InstallVPACRDs(t)
+	want := "controller verticalpodautoscaler was idle at start (the API server does not serve autoscaling.k8s.io/v1 VerticalPodAutoscaler"
+	deadline := time.Now().Add(30 * time.Second)
+	for m.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := m.Err(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("the manager's error = %v, want one containing %q", err, want)
 	}
 }

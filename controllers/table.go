@@ -90,12 +90,13 @@ type Controller struct {
 	CacheScopes []CacheScope
 	// Optional says the primary kind comes from another project's CRD (Argo Rollouts): when
 	// the API server does not serve it, the controller is idle, says so once at start, and
-	// nothing of it is set up.
+	// nothing of it is set up. The manager looks again every minute (idleRecheck).
 	Optional bool
-	// Idle, when set, says why the controller's own flags leave it nothing to do ("" when they
-	// leave it something), given the manager's namespaces (none for all): an idle controller
-	// says so once at start, and nothing of it is set up.
-	Idle func(namespaces []string) string
+	// Idle, when set, says why the controller has nothing to do or must not act ("" when it may
+	// act), given the manager's namespaces (none for all): an idle controller says so once at
+	// start, and nothing of it is set up. The manager asks again every minute (idleRecheck); an
+	// error says the answer cannot be had now.
+	Idle func(ctx context.Context, namespaces []string) (string, error)
 	// Fallbacks say what the controller does without each optional API that the API server
 	// does not serve (package apifeatures). Prepare finds which are missing, once, says each
 	// fallback once in log and in switchboard_api_fallback, and New reads them from the
@@ -410,11 +411,11 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 			return flags.Scope().CacheScope(namespaces)
 		}}},
 		Optional: optional,
-		Idle: func(namespaces []string) string {
+		Idle: func(_ context.Context, namespaces []string) (string, error) {
 			if reason := flags.Ignores(k.Name); reason != "" {
-				return reason
+				return reason, nil
 			}
-			return flags.Scope().Idle(namespaces)
+			return flags.Scope().Idle(namespaces), nil
 		},
 		Flags: flags,
 		New: func(mgr ctrl.Manager, o *Options) (reconcile.Reconciler, error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -60,10 +59,11 @@ type Options struct {
 	// run.
 	DetectVPAComponents bool
 
-	// vpaComponents says, the first time it is called, why the verticalpodautoscaler controller
-	// stays idle: the VPA's own components run, or whether they do cannot be told; "" when it
-	// may act. Set by Prepare; nil with --vpa-detect-components=false.
-	vpaComponents func() string
+	// vpaReader reads what tells whether the VPA's own components run (vpaComponentsRunning),
+	// without the cache. Set by Prepare; nil with --vpa-detect-components=false.
+	vpaReader client.Reader
+	// vpaNamespaces are the manager's namespaces (none for all), where checkpoints are listed.
+	vpaNamespaces []string
 }
 
 // The defaults of the guards of changes to running Pods. Those of the rate limit and of the
@@ -118,7 +118,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.DeferredResizeTimeout, "in-place-deferred-resize-timeout", o.DeferredResizeTimeout, "How long a resize may stay Deferred before InPlaceOrRecreate evicts the Pod instead.")
 	fs.DurationVar(&o.ResizeTimeout, "in-place-resize-timeout", o.ResizeTimeout, "How long a resize may stay in progress before InPlaceOrRecreate evicts the Pod instead.")
 	fs.StringVar(&o.RecommenderName, "recommender-name", o.RecommenderName, "The manager's own recommender, as the Vertical Pod Autoscaler's flag: it recommends for the VerticalPodAutoscalers whose spec.recommenders name it, and, when it is '"+vpav1.DefaultRecommenderName+"', for those that name none; for the others, and for VerticalScalers whose spec.recommenders name only others, it applies the recommendation those recommenders write into status, as the VPA's updater and admission controller do.")
-	fs.BoolVar(&o.DetectVPAComponents, "vpa-detect-components", o.DetectVPAComponents, "Whether the manager looks at start for the Vertical Pod Autoscaler's own admission controller (MutatingWebhookConfiguration "+vpaWebhookConfiguration+") and recommender (a VerticalPodAutoscalerCheckpoint written in the last "+vpaRecommenderActiveWithin.String()+"), and leaves the verticalpodautoscaler controller idle while they run, so that the two never size the same Pods; false skips the look, for a cluster where the manager may not read them.")
+	fs.BoolVar(&o.DetectVPAComponents, "vpa-detect-components", o.DetectVPAComponents, "Whether the manager looks, at start and every minute, for the Vertical Pod Autoscaler's own admission controller (MutatingWebhookConfiguration "+vpaWebhookConfiguration+") and recommender (a VerticalPodAutoscalerCheckpoint written in the last "+vpaRecommenderActiveWithin.String()+"), and leaves the verticalpodautoscaler controller idle while they run, so that the two never size the same Pods; false skips the look, for a cluster where the manager may not read them.")
 	fs.DurationVar(&o.CheckpointFlushTimeout, "checkpoint-flush-timeout", o.CheckpointFlushTimeout, "How long a manager that stops, or gives its Lease up, may take to write the checkpoints of every usage history that changed since its last one; keep it under the Pod's termination grace period.")
 }
 
@@ -168,32 +168,32 @@ func (o *Options) UpdateLimits() UpdateLimits {
 }
 
 // Prepare readies the look for the Vertical Pod Autoscaler's own components
-// (vpaComponentsRunning), unless --vpa-detect-components=false. The look itself waits for the
-// verticalpodautoscaler's Idle check, which the manager makes right after, in the same start and
-// only when that controller is selected: a manager that runs the verticalscaler alone reads
-// nothing of the VPA's.
-func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, namespaces []string) (manager.Runnable, error) {
+// (vpaComponentsRunning), unless --vpa-detect-components=false. The look itself is the
+// verticalpodautoscaler's Idle check, which the manager makes right after, in the same start
+// and only when that controller is selected (a manager that runs the verticalscaler alone reads
+// nothing of the VPA's), and again every minute while it runs.
+func (o *Options) Prepare(_ context.Context, cfg *rest.Config, namespaces []string) (manager.Runnable, error) {
 	if !o.DetectVPAComponents {
 		return nil, nil
 	}
-	o.vpaComponents = sync.OnceValue(func() string {
-		reader, err := client.New(cfg, client.Options{})
-		if err == nil {
-			var running string
-			if running, err = vpaComponentsRunning(ctx, reader, namespaces, time.Now()); err == nil {
-				return running
-			}
-		}
-		return fmt.Sprintf("whether the VPA's own components run cannot be told (%v); --vpa-detect-components=false skips the look", err)
-	})
+	reader, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the client that looks for the VPA's components: %w", err)
+	}
+	o.vpaReader, o.vpaNamespaces = reader, namespaces
 	return nil, nil
 }
 
 // VPAComponentsRunning is the verticalpodautoscaler's Idle check: why it stays idle because
-// the Vertical Pod Autoscaler's own components run; "" when it may act.
-func (o *Options) VPAComponentsRunning(_ []string) string {
-	if o.vpaComponents == nil {
-		return ""
+// the Vertical Pod Autoscaler's own components run; "" when it may act, or when
+// --vpa-detect-components=false.
+func (o *Options) VPAComponentsRunning(ctx context.Context, _ []string) (string, error) {
+	if o.vpaReader == nil {
+		return "", nil
 	}
-	return o.vpaComponents()
+	running, err := vpaComponentsRunning(ctx, o.vpaReader, o.vpaNamespaces, time.Now())
+	if err != nil {
+		return "", fmt.Errorf("whether the VPA's own components run cannot be told (%w); --vpa-detect-components=false skips the look", err)
+	}
+	return running, nil
 }

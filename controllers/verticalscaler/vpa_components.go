@@ -38,7 +38,7 @@ func vpaComponentsRunning(ctx context.Context, reader client.Reader, namespaces 
 	err := reader.Get(ctx, client.ObjectKey{Name: vpaWebhookConfiguration}, webhook)
 	switch {
 	case err == nil:
-		return fmt.Sprintf("the VPA's admission controller is registered (MutatingWebhookConfiguration %s exists): remove the VPA's components, or delete that leftover, and restart", vpaWebhookConfiguration), nil
+		return fmt.Sprintf("the VPA's admission controller is registered (MutatingWebhookConfiguration %s exists): remove the VPA's components, or delete that leftover; the manager looks again every minute", vpaWebhookConfiguration), nil
 	case !apierrors.IsNotFound(err):
 		return "", fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", vpaWebhookConfiguration, err)
 	}
@@ -46,23 +46,38 @@ func vpaComponentsRunning(ctx context.Context, reader client.Reader, namespaces 
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	for _, ns := range namespaces {
+		// In pages, as the look is made every minute and stops at the first fresh checkpoint.
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(vpav1.GroupVersion.WithKind(vpav1.CheckpointKind + "List"))
-		if err := reader.List(ctx, list, client.InNamespace(ns)); err != nil {
-			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-				// No VPA CRDs: no VPA recommender writes anything.
-				return "", nil
+		for page := true; page; page = list.GetContinue() != "" {
+			if err := reader.List(ctx, list, client.InNamespace(ns), client.Limit(checkpointPage), client.Continue(list.GetContinue())); err != nil {
+				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+					// No VPA CRDs: no VPA recommender writes anything.
+					return "", nil
+				}
+				return "", fmt.Errorf("listing VerticalPodAutoscalerCheckpoints: %w", err)
 			}
-			return "", fmt.Errorf("listing VerticalPodAutoscalerCheckpoints: %w", err)
-		}
-		for i := range list.Items {
-			written, _, _ := unstructured.NestedString(list.Items[i].Object, "status", "lastUpdateTime")
-			at, err := time.Parse(time.RFC3339, written)
-			if err == nil && now.Sub(at) < vpaRecommenderActiveWithin {
-				return fmt.Sprintf("the VPA's recommender runs (it wrote VerticalPodAutoscalerCheckpoint %s/%s at %s): remove the VPA's components and restart %s or later",
-					list.Items[i].GetNamespace(), list.Items[i].GetName(), written, at.Add(vpaRecommenderActiveWithin).Format(time.RFC3339)), nil
+			if running := freshCheckpoint(list.Items, now); running != "" {
+				return running, nil
 			}
 		}
 	}
 	return "", nil
+}
+
+// checkpointPage is how many VerticalPodAutoscalerCheckpoints one request of the look lists.
+const checkpointPage = 500
+
+// freshCheckpoint says that the VPA's recommender runs if one of checkpoints was written less
+// than vpaRecommenderActiveWithin before now; "" otherwise.
+func freshCheckpoint(checkpoints []unstructured.Unstructured, now time.Time) string {
+	for i := range checkpoints {
+		written, _, _ := unstructured.NestedString(checkpoints[i].Object, "status", "lastUpdateTime")
+		at, err := time.Parse(time.RFC3339, written)
+		if err == nil && now.Sub(at) < vpaRecommenderActiveWithin {
+			return fmt.Sprintf("the VPA's recommender runs (it wrote VerticalPodAutoscalerCheckpoint %s/%s at %s): remove the VPA's components; the manager looks again every minute, and takes over from %s if none is written until then",
+				checkpoints[i].GetNamespace(), checkpoints[i].GetName(), written, at.Add(vpaRecommenderActiveWithin).Format(time.RFC3339))
+		}
+	}
+	return ""
 }

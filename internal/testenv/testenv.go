@@ -230,7 +230,9 @@ func (e *Env) StartReplica(t testing.TB, r Replica, args ...string) *Manager {
 	opts := controllers.NewOptions()
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	opts.BindFlags(fs, table)
-	defaults := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}
+	// No second look at idle controllers: tests install CRDs (the VPA's) beside managers that
+	// run on, which would stop them. A test of the look passes its own interval.
+	defaults := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--idle-recheck-interval=0"}
 	if err := fs.Parse(append(defaults, args...)); err != nil {
 		t.Fatalf("parsing manager flags %v: %v", args, err)
 	}
