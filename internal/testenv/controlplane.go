@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// StartForTest starts a control plane of the test's own (Start), stopped when the test ends: for
-// the tests of a package whose other tests need none.
-func StartForTest(t testing.TB) *Env {
+// StartForTest starts a control plane of the test's own (Start, with apiServerFlags), stopped
+// when the test ends: for the tests of a package whose other tests need none.
+func StartForTest(t testing.TB, apiServerFlags ...string) *Env {
 	t.Helper()
-	env, err := Start()
+	env, err := Start(apiServerFlags...)
 	if err != nil {
 		t.Fatal(err)
 	}

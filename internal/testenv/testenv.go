@@ -55,6 +55,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,8 +84,9 @@ type Env struct {
 
 // Start starts etcd and kube-apiserver and installs the CRDs from config/crd/bases. The
 // binaries come from KUBEBUILDER_ASSETS when set, else from bin/k8s at the module root, where
-// `make envtest-assets` builds them.
-func Start() (*Env, error) {
+// `make envtest-assets` builds them. apiServerFlags are kube-apiserver's flags beyond envtest's,
+// each name=value (feature-gates=ShardedListAndWatch=true).
+func Start(apiServerFlags ...string) (*Env, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return nil, err
@@ -102,6 +104,13 @@ func Start() (*Env, error) {
 	// envtest's default /24 has too few Service addresses for the benchmarks, which create a
 	// Service per MyApp.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+	for _, f := range apiServerFlags {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok {
+			return nil, fmt.Errorf("kube-apiserver flag %q is not name=value", f)
+		}
+		env.ControlPlane.GetAPIServer().Configure().Append(name, value)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// envtest leaves etcd and kube-apiserver running when a later step (installing the
