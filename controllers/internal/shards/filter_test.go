@@ -134,7 +134,7 @@ func TestFilterNarrowsTheCache(t *testing.T) {
 
 			// The gate off is found by a list (an informer may list through a watch, which cannot
 			// tell): the Filter reports it once.
-			if _, err := filter.ListerWatcher(counting).List(metav1.ListOptions{}); err != nil {
+			if _, err := cache.ToListerWatcherWithContext(filter.ListerWatcher(counting)).ListWithContext(ctx, metav1.ListOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := ignored.Load(); (got == 1) == gateOn || got > 1 {
