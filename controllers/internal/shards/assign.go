@@ -79,7 +79,7 @@ func Assign(slots []Slot, members []string, slack float64) Assignment {
 	}
 	out := Assignment{}
 	for _, m := range members {
-		out[m] = normalize(ranges[m])
+		out[m] = Merge(ranges[m])
 	}
 	return out
 }

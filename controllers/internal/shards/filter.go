@@ -40,7 +40,7 @@ type Filter struct {
 // NewFilter returns a Filter of ranges; serverFilters says whether the API server was found to
 // honour shard selectors (ServerFilters), and ignored is called if it is found not to after all.
 func NewFilter(ranges Ranges, serverFilters bool, ignored func()) *Filter {
-	return &Filter{ranges: normalize(ranges), serverFilters: serverFilters, ignored: ignored, watches: map[*filteredWatch]struct{}{}}
+	return &Filter{ranges: Merge(ranges), serverFilters: serverFilters, ignored: ignored, watches: map[*filteredWatch]struct{}{}}
 }
 
 // Ranges are the ranges the Filter lets through.
@@ -61,7 +61,7 @@ func (f *Filter) ServerFilters() bool {
 // relists with them.
 func (f *Filter) SetRanges(ranges Ranges) {
 	f.mu.Lock()
-	f.ranges = normalize(ranges)
+	f.ranges = Merge(ranges)
 	f.generation++
 	open := f.watches
 	f.watches = map[*filteredWatch]struct{}{}

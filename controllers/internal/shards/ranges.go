@@ -51,8 +51,8 @@ func (r Range) requirement() apisharding.ShardRangeRequirement {
 // Ranges are the ranges of one member, sorted and merged where they touch.
 type Ranges []Range
 
-// normalize sorts rs and merges ranges that touch or overlap.
-func normalize(rs []Range) Ranges {
+// Merge sorts rs and merges the ranges that touch or overlap.
+func Merge(rs []Range) Ranges {
 	rs = slices.Clone(rs)
 	slices.SortFunc(rs, func(a, b Range) int {
 		switch {

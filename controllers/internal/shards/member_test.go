@@ -1,0 +1,206 @@
+package shards_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/example/switchboard/controllers/internal/shards"
+	"github.com/example/switchboard/internal/testenv"
+)
+
+// world is what every member acts on, as their Holders say, checked on every change: no hash
+// acted on by two members at once, and how long some hash was acted on by none.
+type world struct {
+	mu       sync.Mutex
+	acting   map[string]shards.Ranges
+	overlaps []string
+	// uncoveredSince is when some hash was first acted on by none, zero while all are; the
+	// longest such stretch is kept once tracking started.
+	tracking       bool
+	uncoveredSince time.Time
+	longest        time.Duration
+}
+
+var whole = shards.Ranges{{First: 0, Last: math.MaxUint64}}
+
+func (w *world) set(member string, rs shards.Ranges) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.acting[member] = rs
+	var union []shards.Range
+	for a, ra := range w.acting {
+		union = append(union, ra...)
+		for b, rb := range w.acting {
+			if a < b && shareAHash(ra, rb) {
+				w.overlaps = append(w.overlaps, fmt.Sprintf("%s and %s act on the same hashes at %s", a, b, time.Now().Format(time.StampMilli)))
+			}
+		}
+	}
+	covered := slices.Equal(shards.Merge(union), whole)
+	switch {
+	case !w.tracking:
+	case !covered && w.uncoveredSince.IsZero():
+		w.uncoveredSince = time.Now()
+	case covered && !w.uncoveredSince.IsZero():
+		w.longest = max(w.longest, time.Since(w.uncoveredSince))
+		w.uncoveredSince = time.Time{}
+	}
+}
+
+func (w *world) get(member string) shards.Ranges {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acting[member]
+}
+
+func shareAHash(a, b shards.Ranges) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if max(x.First, y.First) <= min(x.Last, y.Last) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holder is a member's Holder in the world. It takes drain to release, as reconciles in flight
+// finish, and acts on what it held until then.
+type holder struct {
+	w    *world
+	name string
+}
+
+const drain = 300 * time.Millisecond
+
+func (h holder) Release(_ context.Context, rs shards.Ranges) error {
+	time.Sleep(drain)
+	h.w.set(h.name, rs)
+	return nil
+}
+
+func (h holder) Acquire(rs shards.Ranges) { h.w.set(h.name, rs) }
+
+// partition fails every request while cut, as a replica cut off from the API server.
+type partition struct {
+	next http.RoundTripper
+	cut  atomic.Bool
+}
+
+func (p *partition) RoundTrip(r *http.Request) (*http.Response, error) {
+	if p.cut.Load() {
+		return nil, errors.New("partitioned by the test")
+	}
+	return p.next.RoundTrip(r)
+}
+
+// running is a started member; done is closed once Start returned err.
+type running struct {
+	cancel    context.CancelFunc
+	done      chan struct{}
+	err       error
+	partition *partition
+}
+
+// TestMembersNeverShareANamespace: members that join, leave and are cut off split the whole
+// space between them, and at no moment do two act on one hash; a hash is acted on by none for
+// at most the lease duration plus 2 s (a member cut off, until its Lease expires).
+func TestMembersNeverShareANamespace(t *testing.T) {
+	env := testenv.StartForTest(t)
+	const leaseDuration = 3 * time.Second
+	w := &world{acting: map[string]shards.Ranges{}}
+	var namespaces []shards.Namespace
+	for i := range 40 {
+		namespaces = append(namespaces, shards.Namespace{Name: fmt.Sprintf("team-%02d", i), Weight: 1 + i%5})
+	}
+	start := func(name string) *running {
+		p := &partition{}
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Wrap(func(next http.RoundTripper) http.RoundTripper { p.next = next; return p })
+		member, err := shards.NewMember(shards.Config{Group: "test", Namespace: "default", Identity: name,
+			LeaseDuration: leaseDuration, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			SlotCount: 16, Slack: 0.05, RebalanceInterval: time.Hour,
+			Weights: func(context.Context) ([]shards.Namespace, error) { return namespaces, nil },
+		}, kubernetes.NewForConfigOrDie(cfg), holder{w, name}, testr.New(t).WithName(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &running{cancel: cancel, done: make(chan struct{}), partition: p}
+		go func() { r.err = member.Start(ctx); close(r.done) }()
+		t.Cleanup(func() { cancel(); <-r.done })
+		return r
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if cond() {
+				return
+			}
+		}
+		t.Fatalf("%s: not within 30s; acting %v", what, w.acting)
+	}
+	split := func(members ...string) func() bool {
+		return func() bool {
+			var union []shards.Range
+			for _, m := range members {
+				if len(w.get(m)) == 0 {
+					return false
+				}
+				union = append(union, w.get(m)...)
+			}
+			return slices.Equal(shards.Merge(union), whole)
+		}
+	}
+
+	a := start("a")
+	until("a alone holds everything", split("a"))
+	w.mu.Lock()
+	w.tracking = true
+	w.mu.Unlock()
+
+	b, c := start("b"), start("c")
+	until("a, b and c split the space", split("a", "b", "c"))
+
+	b.cancel()
+	if <-b.done; b.err != nil {
+		t.Fatalf("b stopped with %v", b.err)
+	}
+	until("a and c split the space after b left", split("a", "c"))
+
+	c.partition.cut.Store(true)
+	cutAt := time.Now()
+	<-c.done
+	if c.err == nil || len(w.get("c")) != 0 {
+		t.Fatalf("c, cut off, stopped with %v acting on %v; want an error, acting on nothing", c.err, w.get("c"))
+	}
+	t.Logf("c stopped %s after it was cut off: %v", time.Since(cutAt).Round(time.Millisecond), c.err)
+	until("a holds everything after c's Lease expired", split("a"))
+	t.Logf("a took c's ranges %s after c was cut off", time.Since(cutAt).Round(time.Millisecond))
+
+	start("d")
+	until("a and d split the space", split("a", "d"))
+	_ = a
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, o := range w.overlaps {
+		t.Error(o)
+	}
+	t.Logf("the longest time some hash was acted on by no member: %s", w.longest.Round(time.Millisecond))
+	if w.longest > leaseDuration+2*time.Second {
+		t.Errorf("some hash was acted on by no member for %s, want at most the lease duration (%s) plus 2s", w.longest, leaseDuration)
+	}
+}
