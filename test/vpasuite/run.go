@@ -11,8 +11,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/internal/localcluster"
 	"github.com/example/switchboard/internal/suitereport"
@@ -145,7 +148,7 @@ func run(args []string) error {
 
 	var results []suitereport.Result
 	for _, suite := range cfg.suites {
-		r, err := runSuite(ctx, cfg, suite, suiteBinary, ginkgo, resultsDir, c.Kubeconfig)
+		r, err := runSuite(ctx, cfg, c.Client, suite, suiteBinary, ginkgo, resultsDir, c.Kubeconfig)
 		if err != nil {
 			return err
 		}
@@ -227,12 +230,38 @@ func crdDir(dir, vpaCRDs, switchboardCRDs string) error {
 
 // runSuite starts the manager as the suite needs it, runs the suite's specs and reads their
 // report. A suite that fails still has its report read.
-func runSuite(ctx context.Context, cfg runConfig, suite, suiteBinary, ginkgo, resultsDir, kubeconfig string) ([]suitereport.Result, error) {
+func runSuite(ctx context.Context, cfg runConfig, c client.Client, suite, suiteBinary, ginkgo, resultsDir, kubeconfig string) ([]suitereport.Result, error) {
+	var mu sync.Mutex
 	stopManager, err := startManager(ctx, cfg, suite, kubeconfig, filepath.Join(resultsDir, suite+"-manager.log"))
 	if err != nil {
 		return nil, err
 	}
-	defer stopManager()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopManager()
+	}()
+	if suite == "recommender" {
+		// Its restart specs restart the VPA's recommender by deleting its Pod: the manager is
+		// restarted in its place (a planned stop, which writes its checkpoints, and a start).
+		restarts := 0
+		restart := func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			stopManager()
+			restarts++
+			stop, err := startManager(ctx, cfg, suite, kubeconfig, filepath.Join(resultsDir, fmt.Sprintf("%s-manager-%d.log", suite, restarts)))
+			if err != nil {
+				stopManager = func() {}
+				return err
+			}
+			stopManager = stop
+			return nil
+		}
+		standInCtx, stopStandIn := context.WithCancel(ctx)
+		defer stopStandIn()
+		go superviseRecommenderStandIn(standInCtx, c, restart)
+	}
 
 	report := suite + ".json"
 	_ = os.Remove(filepath.Join(resultsDir, report))
