@@ -113,11 +113,13 @@ type Options struct {
 	TriggerSecure          bool
 	TriggerCertDir         string
 	Zap                    zap.Options
-
-	IdleRecheckInterval time.Duration
+	IdleRecheckInterval    time.Duration
+	ShardGroup             string
 
 	// missingAPIs are the optional APIs the API server does not serve, as Prepare found them.
 	missingAPIs apifeatures.Missing
+	// dynamic is this replica's part in --shard-group, made by Prepare; nil without it.
+	dynamic *dynamicShards
 }
 
 // MissingAPIs are the optional APIs the API server does not serve, as Prepare found them for
@@ -194,6 +196,7 @@ func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
 		section("Cluster", func(fs *flag.FlagSet) {
 			config.RegisterFlags(fs) // --kubeconfig, read by ctrl.GetConfig
 			fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch; empty watches all.")
+			fs.StringVar(&o.ShardGroup, "shard-group", o.ShardGroup, "Name of a shard group this replica joins (dynamic shards): the group's replicas split the namespaces between them by the API server's hash of the namespace's name, each caching and reconciling only its own, and move them when a replica joins, leaves or fails (Leases NAME-member-<identity>, NAME-plan, NAME-coordinator in --leader-election-namespace, with the --leader-elect-lease-duration, -renew-deadline and -retry-period timings). The API server filters each replica's lists and watches where it serves ShardedListAndWatch; elsewhere every replica receives every object and drops the others'. Cannot go with --leader-elect. Empty: no shard group.")
 			fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the objects this manager caches and reconciles, of every kind it watches through its cache (a shard): for example 'sharding.fluxcd.io/key=shard1', or '!sharding.fluxcd.io/key' for the objects of no shard. myapp copies the labels it names from a MyApp to its Deployment and Service. Empty watches every object.")
 			fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the API server, per kind; 0 or less means no client-side limit (the API server's Priority and Fairness still applies).")
 			fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server above --kube-api-qps; used only when --kube-api-qps is positive.")
@@ -325,6 +328,13 @@ func (o *Options) Prepare(ctx context.Context, cfg *rest.Config, sel Selection, 
 		sel.Runnables = append(sel.Runnables, recheck)
 	}
 	sel.Controllers = active
+	member, err := o.prepareDynamicShards(ctx, cfg, sel, log)
+	if err != nil {
+		return Selection{}, err
+	}
+	if member != nil {
+		sel.Runnables = append(sel.Runnables, member)
+	}
 	if err := o.findFallbacks(ctx, discoveryClient, sel.Controllers, log); err != nil {
 		return Selection{}, err
 	}
@@ -380,6 +390,9 @@ func (o *Options) Resolve(table []Controller) (Selection, error) {
 		if err := flags.Validate(); err != nil {
 			return Selection{}, err
 		}
+	}
+	if err := o.validateShardGroup(); err != nil {
+		return Selection{}, err
 	}
 	if err := o.validateLeaderElection(); err != nil {
 		return Selection{}, err
@@ -666,7 +679,12 @@ func (o *Options) cacheOptions(namespaces map[string]cache.Config, selected []Co
 			byObject[obj] = entry
 		}
 	}
+	var newInformer func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
+	if o.dynamic != nil {
+		newInformer = o.dynamic.newInformer
+	}
 	return cache.Options{
+		NewInformer:       newInformer,
 		SyncPeriod:        &o.SyncPeriod,
 		DefaultNamespaces: namespaces,
 		// A shard's manager caches only the shard's objects, of every kind: the primary objects

@@ -177,7 +177,12 @@ func build(mgr ctrl.Manager, c Controller, workers int, namespaces []string, tri
 	if err != nil {
 		return err
 	}
-	return b.Complete(reconcilelog.Wrap(r))
+	r = reconcilelog.Wrap(r)
+	if o.dynamic != nil {
+		// Outermost: another replica's namespaces are neither reconciled nor logged here.
+		r = o.dynamic.gate.Reconciler(r)
+	}
+	return b.Complete(r)
 }
 
 // readyChecks returns one readiness check per controller, with what role says this replica does
