@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
@@ -125,11 +126,25 @@ func NewMember(cfg Config, client kubernetes.Interface, holder Holder, log logr.
 	case cfg.SlotCount < 1 || cfg.Weights == nil:
 		return nil, fmt.Errorf("shard group %s: want at least one slot and a source of weights", cfg.Group)
 	}
+	// The identity names the member's Lease: a leader election identity such as host_suffix
+	// becomes host-suffix.
+	cfg.Identity = strings.Trim(strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, cfg.Identity), "-.")
+	if errs := validation.IsDNS1123Subdomain(MemberLeaseName(cfg.Group, cfg.Identity)); cfg.Identity == "" || len(errs) > 0 {
+		return nil, fmt.Errorf("shard group %s: identity %q cannot name a Lease: %s", cfg.Group, cfg.Identity, strings.Join(errs, "; "))
+	}
 	return &Member{cfg: cfg, client: client, holder: holder, log: log.WithValues("shardGroup", cfg.Group),
 		changed: map[string]seen{}, trigger: make(chan struct{}, 1)}, nil
 }
 
-// MemberLeaseName is the name of a member's Lease.
+// MemberLeaseName is the name of a member's Lease; identity as NewMember made it fit a name.
 func MemberLeaseName(group, identity string) string { return group + "-member-" + identity }
 
 // planLeaseName is the name of the Lease that carries a group's plan.

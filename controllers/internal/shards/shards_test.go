@@ -1,11 +1,14 @@
 package shards
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -243,5 +246,24 @@ func TestNamesCluster(t *testing.T) {
 			t.Errorf("namespaces per member %v, want 8 to 12 each", w)
 			break
 		}
+	}
+}
+
+// TestMemberIdentityNamesALease: a leader election identity (host_suffix) becomes one that
+// names a Lease; one that cannot is refused at once.
+func TestMemberIdentityNamesALease(t *testing.T) {
+	cfg := Config{Group: "switchboard", Namespace: "ns", LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
+		RetryPeriod: 2 * time.Second, SlotCount: 64, Weights: func(context.Context) ([]Namespace, error) { return nil, nil }}
+	cfg.Identity = "Switchboard-7d9f_1a2b3c4d"
+	m, err := NewMember(cfg, nil, nil, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "switchboard-7d9f-1a2b3c4d"; m.cfg.Identity != want {
+		t.Errorf("identity %q, want %q", m.cfg.Identity, want)
+	}
+	cfg.Identity = "___"
+	if _, err := NewMember(cfg, nil, nil, logr.Discard()); err == nil {
+		t.Error("an identity of no letter was accepted")
 	}
 }
