@@ -105,6 +105,8 @@ func (o *Options) prepareDynamicShards(ctx context.Context, cfg *rest.Config, se
 		Group: o.ShardGroup, Namespace: namespace, Identity: identity,
 		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
 		SlotCount: shardSlots, Slack: shardSlack, RebalanceInterval: shardRebalanceInterval,
+		// A crashed replica's Lease goes once it stood still ten lease durations.
+		ForgetAfter: 10 * o.LeaseDuration,
 		Weights: func(ctx context.Context) ([]shards.Namespace, error) {
 			return weighNamespaces(ctx, reader, scheme, sel.Controllers)
 		},

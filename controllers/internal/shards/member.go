@@ -84,6 +84,9 @@ type Config struct {
 	// Weights lists the namespaces that hold objects of the sharded kinds, with their counts:
 	// the coordinator's view of the load.
 	Weights func(ctx context.Context) ([]Namespace, error)
+	// ForgetAfter is how long a member's Lease must have stood still for the coordinator to
+	// delete it; 0 never.
+	ForgetAfter time.Duration
 }
 
 // Member is one replica of a shard group: it holds a Lease of the group, follows the group's
@@ -434,9 +437,12 @@ func (m *Member) coordinate(ctx context.Context, lister coordinationlisters.Leas
 		plan, err := readPlan(lister, m.cfg.Group)
 		if err == nil {
 			var next *Plan
-			next, err = m.nextPlan(ctx, lister, plan, time.Since(lastWeighed) >= m.cfg.RebalanceInterval)
-			if next != nil && err == nil {
+			var weighed bool
+			next, weighed, err = m.nextPlan(ctx, lister, plan, time.Since(lastWeighed) >= m.cfg.RebalanceInterval)
+			if weighed {
 				lastWeighed = time.Now()
+			}
+			if next != nil && err == nil {
 				if err = m.writePlan(ctx, plan, next); err == nil {
 					log.Info("Shard plan made", "generation", next.Generation, "members", next.Members, "slots", len(next.Slots))
 				}
@@ -445,6 +451,7 @@ func (m *Member) coordinate(ctx context.Context, lister coordinationlisters.Leas
 		if err != nil && ctx.Err() == nil {
 			log.Info("Making the shard plan failed; retrying", "error", err.Error())
 		}
+		m.forgetDead(ctx, lister, log)
 		select {
 		case <-ctx.Done():
 			return
@@ -455,11 +462,12 @@ func (m *Member) coordinate(ctx context.Context, lister coordinationlisters.Leas
 
 // nextPlan returns the plan that should follow current, nil when current stands: the live
 // members changed (the slots stay, so that only what must move moves), or weigh is set and the
-// members' loads under current, by fresh weights, are more than 1.2 apart (new slots).
-func (m *Member) nextPlan(ctx context.Context, lister coordinationlisters.LeaseNamespaceLister, current *Plan, weigh bool) (*Plan, error) {
+// members' loads under current, by fresh weights, are more than 1.2 apart (new slots). weighed
+// says it weighed the namespaces.
+func (m *Member) nextPlan(ctx context.Context, lister coordinationlisters.LeaseNamespaceLister, current *Plan, weigh bool) (next *Plan, weighed bool, err error) {
 	others, err := m.liveOthers(lister)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	members := []string{m.cfg.Identity}
 	for _, o := range others {
@@ -471,19 +479,48 @@ func (m *Member) nextPlan(ctx context.Context, lister coordinationlisters.LeaseN
 		generation = current.Generation + 1
 	}
 	if current != nil && !slices.Equal(current.Members, members) {
-		return &Plan{Generation: generation, Members: members, Slots: current.Slots}, nil
+		return &Plan{Generation: generation, Members: members, Slots: current.Slots}, false, nil
 	}
 	if current != nil && !weigh {
-		return nil, nil
+		return nil, false, nil
 	}
 	namespaces, err := m.cfg.Weights(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("weighing the namespaces: %w", err)
+		return nil, true, fmt.Errorf("weighing the namespaces: %w", err)
 	}
 	if current != nil && !unbalanced(current, namespaces, m.cfg.Slack) {
-		return nil, nil
+		return nil, true, nil
 	}
-	return &Plan{Generation: generation, Members: members, Slots: Slots(namespaces, m.cfg.SlotCount)}, nil
+	return &Plan{Generation: generation, Members: members, Slots: Slots(namespaces, m.cfg.SlotCount)}, true, nil
+}
+
+// forgetDead deletes the Leases of members that have not changed for ForgetAfter, by this
+// member's clock: those of replicas that crashed (one that stops on purpose deletes its own).
+// Only the version seen is deleted, so a member that came back keeps its Lease.
+func (m *Member) forgetDead(ctx context.Context, lister coordinationlisters.LeaseNamespaceLister, log logr.Logger) {
+	if m.cfg.ForgetAfter <= 0 {
+		return
+	}
+	all, err := lister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, l := range all {
+		if !strings.HasPrefix(l.Name, m.cfg.Group+"-member-") || l.Name == MemberLeaseName(m.cfg.Group, m.cfg.Identity) {
+			continue
+		}
+		m.mu.Lock()
+		s, known := m.changed[l.Name]
+		m.mu.Unlock()
+		if !known || s.resourceVersion != l.ResourceVersion || time.Since(s.at) < m.cfg.ForgetAfter {
+			continue
+		}
+		rv := l.ResourceVersion
+		err := m.client.CoordinationV1().Leases(m.cfg.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if err == nil {
+			log.Info("Deleted the Lease of a member gone since", "lease", l.Name, "since", s.at.Format(time.RFC3339))
+		}
+	}
 }
 
 // unbalanced says whether the members of plan hold loads, by namespaces' weights, more than

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -119,8 +121,12 @@ type running struct {
 // at most the lease duration plus 2 s (a member cut off, until its Lease expires).
 func TestMembersNeverShareANamespace(t *testing.T) {
 	env := testenv.StartForTest(t)
+	clientset := kubernetes.NewForConfigOrDie(env.Config)
 	const leaseDuration = 3 * time.Second
 	w := &world{acting: map[string]shards.Ranges{}}
+	// weighed counts the weighings: once per coordinator's term, with a rebalance interval of an
+	// hour, however often the coordinator looks at the members.
+	var weighed atomic.Int32
 	var namespaces []shards.Namespace
 	for i := range 40 {
 		namespaces = append(namespaces, shards.Namespace{Name: fmt.Sprintf("team-%02d", i), Weight: 1 + i%5})
@@ -131,8 +137,8 @@ func TestMembersNeverShareANamespace(t *testing.T) {
 		cfg.Wrap(func(next http.RoundTripper) http.RoundTripper { p.next = next; return p })
 		member, err := shards.NewMember(shards.Config{Group: "test", Namespace: "default", Identity: name,
 			LeaseDuration: leaseDuration, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-			SlotCount: 16, Slack: 0.05, RebalanceInterval: time.Hour,
-			Weights: func(context.Context) ([]shards.Namespace, error) { return namespaces, nil },
+			SlotCount: 16, Slack: 0.05, RebalanceInterval: time.Hour, ForgetAfter: 2 * leaseDuration,
+			Weights: func(context.Context) ([]shards.Namespace, error) { weighed.Add(1); return namespaces, nil },
 		}, kubernetes.NewForConfigOrDie(cfg), holder{w, name}, testr.New(t).WithName(name))
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +199,14 @@ func TestMembersNeverShareANamespace(t *testing.T) {
 	start("d")
 	until("a and d split the space", split("a", "d"))
 	_ = a
+	until("c's Lease, standing still, is deleted", func() bool {
+		_, err := clientset.CoordinationV1().Leases("default").Get(t.Context(), shards.MemberLeaseName("test", "c"), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
 
+	if n := weighed.Load(); n > 3 {
+		t.Errorf("the namespaces were weighed %d times, want once per coordinator (at most 3 here)", n)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, o := range w.overlaps {
