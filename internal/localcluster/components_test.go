@@ -265,3 +265,22 @@ func TestRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIServerMinor reads the minor version from what kube-apiserver --version prints, and
+// refuses what is not a version.
+func TestAPIServerMinor(t *testing.T) {
+	for _, tc := range []struct {
+		said string
+		want int
+		ok   bool
+	}{{"Kubernetes v1.37.2", 37, true}, {"Kubernetes v1.35.4-dirty", 35, true}, {"hello", 0, false}} {
+		path := filepath.Join(t.TempDir(), "kube-apiserver")
+		if err := os.WriteFile(path, []byte("#!/bin/sh\necho '"+tc.said+"'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		got, err := apiServerMinor(path)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("%q: minor %d, error %v; want %d, ok %t", tc.said, got, err, tc.want, tc.ok)
+		}
+	}
+}

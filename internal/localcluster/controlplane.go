@@ -3,7 +3,9 @@ package localcluster
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +56,13 @@ func (c *Cluster) startControlPlane(cfg Config, pipeline *metricsPipeline) error
 	}
 	if len(cfg.DisableAdmissionPlugins) > 0 {
 		env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", strings.Join(cfg.DisableAdmissionPlugins, ","))
+	}
+	minor, err := apiServerMinor(c.apiServerPath)
+	if err != nil {
+		return err
+	}
+	if minor >= shardedListAndWatchSince {
+		env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", shardedListAndWatch+"=true")
 	}
 	if cfg.CRDDir != "" {
 		env.CRDDirectoryPaths = []string{cfg.CRDDir}
@@ -112,3 +121,30 @@ func (c *Cluster) watchChildrenUntilStopped() func() error {
 // scheme is client-go's scheme: the cluster's client handles built-in kinds, and custom
 // resources as unstructured objects.
 func scheme() *runtime.Scheme { return clientgoscheme.Scheme }
+
+// shardedListAndWatch is the API server's feature gate of lists and watches filtered by shard
+// (KEP-5866, alpha), which the local cluster turns on where the API server has it
+// (shardedListAndWatchSince and later), so that --shard-group is filtered on the server.
+const (
+	shardedListAndWatch      = "ShardedListAndWatch"
+	shardedListAndWatchSince = 36
+)
+
+// apiServerMinor returns the minor version of the kube-apiserver binary at path, from its
+// --version ("Kubernetes v1.37.2").
+func apiServerMinor(path string) (int, error) {
+	out, err := exec.Command(path, "--version").Output()
+	if err != nil {
+		return 0, fmt.Errorf("asking %s its version: %w", path, err)
+	}
+	version := strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes")), "v")
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return 0, fmt.Errorf("%s --version said %q, not Kubernetes vMAJOR.MINOR.PATCH", path, out)
+	}
+	minor, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return 0, fmt.Errorf("%s --version said %q, not Kubernetes vMAJOR.MINOR.PATCH", path, out)
+	}
+	return minor, nil
+}

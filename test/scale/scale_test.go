@@ -94,11 +94,11 @@ type cluster struct {
 	kubeconfig string
 }
 
-// newCluster starts a fresh control plane, stopped when the benchmark ends (its etcd data goes
-// with it).
-func newCluster(b *testing.B) *cluster {
+// newCluster starts a fresh control plane with kube-apiserver's apiServerFlags (name=value),
+// stopped when the benchmark ends (its etcd data goes with it).
+func newCluster(b *testing.B, apiServerFlags ...string) *cluster {
 	b.Helper()
-	env, err := testenv.Start()
+	env, err := testenv.Start(apiServerFlags...)
 	if err != nil {
 		b.Fatal(err)
 	}
