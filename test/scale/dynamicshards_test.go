@@ -122,7 +122,13 @@ func BenchmarkDynamicShards(b *testing.B) {
 	if smoke() {
 		n, namespaceCount = 300, 30
 	}
-	const leaseDuration = 15 * time.Second
+	// The manager's default lease timings; shorter at smoke size, where a kill's wait for the
+	// Lease to expire would be most of the run.
+	leaseDuration, leaseFlags := 15*time.Second, []string(nil)
+	if smoke() {
+		leaseDuration = 4 * time.Second
+		leaseFlags = []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s"}
+	}
 	bin := testenv.BuildBinary(b, ".")
 	load := load1(b)
 	cl := newCluster(b, "feature-gates=ShardedListAndWatch=true")
@@ -177,7 +183,7 @@ func BenchmarkDynamicShards(b *testing.B) {
 	defer func() { stopSampling(); <-sampled }()
 
 	start := func() *testenv.Process {
-		return cl.startManager(b, bin, "myapp", "", "--shard-group="+shardGroup, "--leader-election-namespace="+leaseNamespace)
+		return cl.startManager(b, bin, "myapp", "", append([]string{"--shard-group=" + shardGroup, "--leader-election-namespace=" + leaseNamespace}, leaseFlags...)...)
 	}
 	// covered waits until the live claims number members and cover every namespace, and
 	// returns when, with the MyApps each claim holds.
