@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/switchboard/apis/v1alpha1"
@@ -115,7 +117,9 @@ func liveClaims(ctx context.Context, c client.Client, leaseDuration time.Duratio
 // largest ratio, want at most 1.1) and the MyApps each holds, by the Leases' claims
 // (myapps-max-vs-min, want at most 1.2); the time until the claims cover every namespace again
 // when the third replica joins and when one of three is killed; and the pairs of live replicas
-// whose claims overlapped, sampled every 100 ms throughout (double-claims, want 0).
+// whose claims overlapped, sampled every 100 ms throughout (double-claims, want 0). For the
+// watch traffic, every MyApp is annotated once per replica count and each replica's bytes read
+// meanwhile (rchar) are compared with 1/N of one replica's (watch-read-vs-share-max).
 func BenchmarkDynamicShards(b *testing.B) {
 	n := testenv.BenchSetting("SWITCHBOARD_BENCH_SCALE_DYNAMIC_MYAPPS", 30000)
 	namespaceCount := 300
@@ -226,7 +230,8 @@ func BenchmarkDynamicShards(b *testing.B) {
 	// measureFresh starts members replicas afresh over the converged MyApps (without the
 	// garbage of the convergence's burst), waits until they split every namespace and are
 	// quiet, and reports their settled heap against 1/members of one replica's.
-	var growth1 float64
+	var growth1, read1 float64
+	round := 0
 	measureFresh := func(members int) {
 		b.Helper()
 		for _, p := range replicas {
@@ -255,6 +260,35 @@ func BenchmarkDynamicShards(b *testing.B) {
 		b.ReportMetric(worst, fmt.Sprintf("heap-vs-share-max-%d-replicas", members))
 		b.ReportMetric(float64(slices.Max(held))/float64(slices.Min(held)), fmt.Sprintf("myapps-max-vs-min-%d-replicas", members))
 		b.Logf("%d replicas: MyApps held %v, the largest heap growth %.2f of its share", members, held, worst)
+
+		// Watch traffic: every MyApp gets a new annotation (no new generation, so nothing is
+		// reconciled), and each replica reads what its watches bring.
+		before := make([]float64, len(replicas))
+		for i, p := range replicas {
+			before[i] = bytesRead(b, p)
+		}
+		round++
+		cl.each(b, n, func(ctx context.Context, i int) error {
+			app := &v1alpha1.MyApp{ObjectMeta: metav1.ObjectMeta{Namespace: owner[i], Name: fmt.Sprintf("app-%05d", i)}}
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench.app.example.com/round":"%d"}}}`, round)
+			return cl.client.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(patch)))
+		})
+		// The last events' way to the replicas.
+		if smoke() {
+			time.Sleep(time.Second)
+		} else {
+			time.Sleep(10 * time.Second)
+		}
+		worstRead := 0.0
+		for i, p := range replicas {
+			read := bytesRead(b, p) - before[i]
+			if members == 1 {
+				read1 = read
+			}
+			worstRead = max(worstRead, read/(read1/float64(members)))
+			b.ReportMetric(read/(1<<20), fmt.Sprintf("watch-read-MiB-%d-replicas-%d", members, i))
+		}
+		b.ReportMetric(worstRead, fmt.Sprintf("watch-read-vs-share-max-%d-replicas", members))
 	}
 	measureFresh(1)
 	measureFresh(2)
@@ -281,6 +315,27 @@ func BenchmarkDynamicShards(b *testing.B) {
 	for _, p := range []*testenv.Process{replicas[0], replicas[2], base} {
 		stop(b, p)
 	}
+}
+
+// bytesRead is what process p has read so far (rchar of /proc/PID/io): its watch streams
+// above all, while nothing else happens.
+func bytesRead(b *testing.B, p *testenv.Process) float64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", p.Pid()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if value, ok := strings.CutPrefix(line, "rchar: "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return v
+		}
+	}
+	b.Fatalf("no rchar in /proc/%d/io", p.Pid())
+	return 0
 }
 
 // overlap says whether two claims share a hash.
