@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -11,9 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -29,11 +34,14 @@ const (
 	shardSlots = 64
 	// shardSlack is Assign's bound over the average load.
 	shardSlack = 0.05
-	// shardRebalanceInterval is how often the coordinator weighs the namespaces again.
-	shardRebalanceInterval = 10 * time.Minute
 	// weightPage is how many objects one request of the weighing lists.
 	weightPage = 500
 )
+
+// ShardGroupLeaseVerbs are what a replica of a shard group (--shard-group) does with the Leases
+// of its namespace, of any name (a member's Lease is named after its replica): for the Role that
+// lets it.
+var ShardGroupLeaseVerbs = []string{"create", "delete", "get", "list", "update", "watch"}
 
 // shardServerFiltering is 1 while the API server filters this replica's lists and watches by
 // its shard ranges, 0 while the replica filters what it receives itself, or has no shard group.
@@ -96,6 +104,10 @@ func (o *Options) prepareDynamicShards(ctx context.Context, cfg *rest.Config, se
 	if err != nil {
 		return nil, err
 	}
+	scope, err := o.weighingScope()
+	if err != nil {
+		return nil, err
+	}
 	scheme := NewScheme()
 	reader, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
 	if err != nil {
@@ -104,11 +116,11 @@ func (o *Options) prepareDynamicShards(ctx context.Context, cfg *rest.Config, se
 	member, err := shards.NewMember(shards.Config{
 		Group: o.ShardGroup, Namespace: namespace, Identity: identity,
 		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
-		SlotCount: shardSlots, Slack: shardSlack, RebalanceInterval: shardRebalanceInterval,
+		SlotCount: shardSlots, Slack: shardSlack, RebalanceInterval: o.ShardRebalanceInterval,
 		// A crashed replica's Lease goes once it stood still ten lease durations.
 		ForgetAfter: 10 * o.LeaseDuration,
 		Weights: func(ctx context.Context) ([]shards.Namespace, error) {
-			return weighNamespaces(ctx, reader, scheme, sel.Controllers)
+			return weighNamespaces(ctx, reader, scheme, sel.Controllers, scope)
 		},
 	}, clientset, gate, log)
 	if err != nil {
@@ -134,9 +146,54 @@ func (d *dynamicShards) newInformer(lw toolscache.ListerWatcher, obj runtime.Obj
 	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 }
 
+// metadataClient returns a metadata-only client of mgr's API server for the controllers'
+// uncached watches (package metawatch): under --shard-group, the lists and watches of its
+// namespaced resources carry this replica's shard selector and are filtered by its ranges, as
+// the cache's are.
+func (o *Options) metadataClient(mgr ctrl.Manager) (metadata.Interface, error) {
+	c, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating the metadata client: %w", err)
+	}
+	if o.dynamic == nil {
+		return c, nil
+	}
+	mapper := mgr.GetRESTMapper()
+	return o.dynamic.filter.MetadataClient(c, func(resource schema.GroupVersionResource) bool {
+		gvk, err := mapper.KindFor(resource)
+		if err != nil {
+			return false
+		}
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	}), nil
+}
+
+// weighingScope is what the weighing lists in: each of --watch-namespaces alone (the manager
+// may list in those only), or every namespace, with --watch-label-selector.
+func (o *Options) weighingScope() ([]*client.ListOptions, error) {
+	namespaces, err := o.namespaces()
+	if err != nil {
+		return nil, err
+	}
+	selector, err := o.labelSelector()
+	if err != nil {
+		return nil, err
+	}
+	if len(namespaces) == 0 {
+		return []*client.ListOptions{{LabelSelector: selector}}, nil
+	}
+	var scope []*client.ListOptions
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+		scope = append(scope, &client.ListOptions{Namespace: ns, LabelSelector: selector})
+	}
+	return scope, nil
+}
+
 // weighNamespaces counts, by namespace, the objects of the controllers' primary kinds, listed
-// metadata-only in pages: what a replica's share costs it.
-func weighNamespaces(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, controllers []Controller) ([]shards.Namespace, error) {
+// metadata-only in pages in each of scope (each a namespace, or every one, with the manager's
+// label selector): what a replica's share costs it.
+func weighNamespaces(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, controllers []Controller, scope []*client.ListOptions) ([]shards.Namespace, error) {
 	counts := map[string]int{}
 	seen := map[string]bool{}
 	for _, c := range controllers {
@@ -148,17 +205,9 @@ func weighNamespaces(ctx context.Context, reader client.Reader, scheme *runtime.
 			continue
 		}
 		seen[gvk.String()] = true
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		for page := true; page; page = list.Continue != "" {
-			if err := reader.List(ctx, list, client.Limit(weightPage), client.Continue(list.Continue)); err != nil {
-				if meta.IsNoMatchError(err) {
-					break
-				}
-				return nil, fmt.Errorf("counting the %s of each namespace: %w", gvk.Kind, err)
-			}
-			for _, item := range list.Items {
-				counts[item.Namespace]++
+		for _, in := range scope {
+			if err := countByNamespace(ctx, reader, gvk, in, counts); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -169,6 +218,25 @@ func weighNamespaces(ctx context.Context, reader client.Reader, scheme *runtime.
 	return out, nil
 }
 
+// countByNamespace adds to counts the objects of kind gvk in scope, by namespace, listed
+// metadata-only in pages. A kind the API server does not serve (an optional CRD) counts none.
+func countByNamespace(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, scope *client.ListOptions, counts map[string]int) error {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	for page := true; page; page = list.Continue != "" {
+		if err := reader.List(ctx, list, scope, client.Limit(weightPage), client.Continue(list.Continue)); err != nil {
+			if meta.IsNoMatchError(err) {
+				return nil
+			}
+			return fmt.Errorf("counting the %s of each namespace: %w", gvk.Kind, err)
+		}
+		for _, item := range list.Items {
+			counts[item.Namespace]++
+		}
+	}
+	return nil
+}
+
 // validateShardGroup refuses what --shard-group cannot go with.
 func (o *Options) validateShardGroup() error {
 	if o.ShardGroup == "" {
@@ -176,6 +244,9 @@ func (o *Options) validateShardGroup() error {
 	}
 	if o.LeaderElect {
 		return errors.New("--shard-group and --leader-elect: a shard group splits the namespaces between every replica, where leader election gives one replica every controller; choose one")
+	}
+	if o.ShardRebalanceInterval <= 0 {
+		return fmt.Errorf("--shard-rebalance-interval=%s: want a positive duration", o.ShardRebalanceInterval)
 	}
 	if o.RenewDeadline <= o.RetryPeriod || o.LeaseDuration <= o.RenewDeadline {
 		return fmt.Errorf("--shard-group needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s), its member's Lease timings", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)

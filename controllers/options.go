@@ -115,6 +115,7 @@ type Options struct {
 	Zap                    zap.Options
 	IdleRecheckInterval    time.Duration
 	ShardGroup             string
+	ShardRebalanceInterval time.Duration
 
 	// missingAPIs are the optional APIs the API server does not serve, as Prepare found them.
 	missingAPIs apifeatures.Missing
@@ -155,6 +156,9 @@ func NewOptions() *Options {
 		// JSON logs with RFC 3339 times by default; --zap-devel switches to console.
 		Zap:                 zap.Options{TimeEncoder: zapcore.RFC3339TimeEncoder},
 		IdleRecheckInterval: DefaultIdleRecheckInterval,
+		// A weighing lists the selected controllers' primary kinds, metadata-only: at 30,000
+		// MyApps, 60 pages once a minute, from the coordinator alone.
+		ShardRebalanceInterval: time.Minute,
 	}
 }
 
@@ -197,6 +201,7 @@ func (o *Options) FlagSets(table []Controller) []NamedFlagSet {
 			config.RegisterFlags(fs) // --kubeconfig, read by ctrl.GetConfig
 			fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch; empty watches all.")
 			fs.StringVar(&o.ShardGroup, "shard-group", o.ShardGroup, "Name of a shard group this replica joins (dynamic shards): the group's replicas split the namespaces between them by the API server's hash of the namespace's name, each caching and reconciling only its own, and move them when a replica joins, leaves or fails (Leases NAME-member-<identity>, NAME-plan, NAME-coordinator in --leader-election-namespace, with the --leader-elect-lease-duration, -renew-deadline and -retry-period timings). The API server filters each replica's lists and watches where it serves ShardedListAndWatch; elsewhere every replica receives every object and drops the others'. Cannot go with --leader-elect. Empty: no shard group.")
+			fs.DurationVar(&o.ShardRebalanceInterval, "shard-rebalance-interval", o.ShardRebalanceInterval, "How often the coordinator of --shard-group counts the objects of each namespace again, and cuts new ranges when the replicas' shares are more than 1.2 apart; it counts when a replica joins or leaves, too.")
 			fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the objects this manager caches and reconciles, of every kind it watches through its cache (a shard): for example 'sharding.fluxcd.io/key=shard1', or '!sharding.fluxcd.io/key' for the objects of no shard. myapp copies the labels it names from a MyApp to its Deployment and Service. Empty watches every object.")
 			fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client-side limit of queries per second to the API server, per kind; 0 or less means no client-side limit (the API server's Priority and Fairness still applies).")
 			fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server above --kube-api-qps; used only when --kube-api-qps is positive.")

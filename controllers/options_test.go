@@ -222,21 +222,28 @@ func TestControllerFlagsValidated(t *testing.T) {
 		{[]string{"--config-digest-key-secret=ns/key", "--reloader-annotations=false"}, ""},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			table := Table()
-			o := NewOptions()
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o.BindFlags(fs, table) // binding a group's flags twice would panic here
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			_, err := o.Resolve(table)
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Errorf("Resolve() = %v, want no error", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("Resolve() = %v, want an error containing %q", err, tc.wantErr)
-			}
+			checkResolve(t, tc.args, tc.wantErr)
 		})
+	}
+}
+
+// checkResolve parses args as the manager's flags and checks that Resolve refuses them with an
+// error containing wantErr, or accepts them when wantErr is empty.
+func checkResolve(t *testing.T, args []string, wantErr string) {
+	t.Helper()
+	table := Table()
+	o := NewOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.BindFlags(fs, table) // binding a group's flags twice would panic here
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	_, err := o.Resolve(table)
+	switch {
+	case wantErr == "" && err != nil:
+		t.Errorf("Resolve() = %v, want no error", err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Errorf("Resolve() = %v, want an error containing %q", err, wantErr)
 	}
 }
 

@@ -387,7 +387,11 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 	watch := func(kind podrefs.SourceKind) Watch {
 		return Watch{Object: metadataOnly(corev1.SchemeGroupVersion.WithKind(string(kind))), How: Uncached,
 			Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
-				return configmapwatcher.Changes(shared, mgr, namespaces, kind, k, flags.Settings(o.managerNamespace()))
+				settings, err := configMapWatcherSettings(mgr, o, flags)
+				if err != nil {
+					return nil, err
+				}
+				return configmapwatcher.Changes(shared, mgr, namespaces, kind, k, settings)
 			}}
 	}
 	// With --enable-csi-integration and the Secrets Store CSI driver's CRD: its
@@ -395,7 +399,11 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 	// shares (not named in the cache's options, so that the CRD need not be installed).
 	providerStatuses := Watch{Object: configmapwatcher.ProviderStatusObject(), How: OptionalInformer,
 		Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
-			return configmapwatcher.ProviderClassChanges(shared, mgr, namespaces, k, flags.Settings(o.managerNamespace()))
+			settings, err := configMapWatcherSettings(mgr, o, flags)
+			if err != nil {
+				return nil, err
+			}
+			return configmapwatcher.ProviderClassChanges(shared, mgr, namespaces, k, settings)
 		}}
 	return Controller{
 		Name:             k.ControllerName,
@@ -423,9 +431,22 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 			if err != nil {
 				return nil, err
 			}
-			return configmapwatcher.NewReconciler(shared, mgr, slices.Sorted(maps.Keys(namespaces)), k, flags.Settings(o.managerNamespace()))
+			settings, err := configMapWatcherSettings(mgr, o, flags)
+			if err != nil {
+				return nil, err
+			}
+			return configmapwatcher.NewReconciler(shared, mgr, slices.Sorted(maps.Keys(namespaces)), k, settings)
 		},
 	}
+}
+
+// configMapWatcherSettings are the configmapwatcher's settings from its flags and the
+// manager's, with the metadata client of its uncached watches.
+func configMapWatcherSettings(mgr ctrl.Manager, o *Options, flags *configmapwatcher.Options) (configmapwatcher.Settings, error) {
+	settings := flags.Settings(o.managerNamespace())
+	var err error
+	settings.Metadata, err = o.metadataClient(mgr)
+	return settings, err
 }
 
 // ownedWatch is myapp's watch of the objects of kind gvk that MyApps control: metadata only,
@@ -434,7 +455,11 @@ func ownedWatch(gvk schema.GroupVersionKind) Watch {
 	resource := gvk.GroupVersion().WithResource(strings.ToLower(gvk.Kind) + "s")
 	return Watch{Object: metadataOnly(gvk), How: Uncached,
 		Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
-			return myapp.OwnedChanges(mgr, namespaces, resource, o.WatchLabelSelector)
+			c, err := o.metadataClient(mgr)
+			if err != nil {
+				return nil, err
+			}
+			return myapp.OwnedChanges(mgr, c, namespaces, resource, o.WatchLabelSelector), nil
 		}}
 }
 

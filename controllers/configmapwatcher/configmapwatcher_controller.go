@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,6 +59,10 @@ type Settings struct {
 	// writes Reloader's annotation.
 	Strategy         Strategy
 	LastReloadedFrom LastReloadedFrom
+	// Metadata is the client of the uncached, metadata-only watches of ConfigMaps and Secrets
+	// and of the lists of their names: under dynamic shards, one narrowed to the replica's
+	// namespaces.
+	Metadata metadata.Interface
 }
 
 // Reconciler rolls opted-in workloads of one kind when the data they use changes.

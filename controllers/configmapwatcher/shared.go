@@ -48,16 +48,12 @@ type Shared struct {
 	providerStatuses client.Reader
 }
 
-// setup creates the metadata client, the watches over the manager's namespaces (none for every
-// namespace) as the scope narrows them, the digest key's reader, the limiter of rolls and the
-// webhook's notifier, once.
+// setup makes the watches over the manager's namespaces (none for every namespace) as the
+// scope narrows them, through the settings' metadata client, the digest key's reader, the
+// limiter of rolls and the webhook's notifier, once.
 func (s *Shared) setup(mgr ctrl.Manager, namespaces []string, settings Settings) error {
 	s.once.Do(func() {
-		s.metadata, s.err = metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-		if s.err != nil {
-			s.err = fmt.Errorf("creating the metadata client: %w", s.err)
-			return
-		}
+		s.metadata = settings.Metadata
 		log := mgr.GetLogger().WithValues("group", Group)
 		s.changes = map[podrefs.SourceKind]*changes{}
 		selector := metav1.ListOptions{}

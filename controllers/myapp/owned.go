@@ -19,8 +19,8 @@ import (
 )
 
 // OwnedChanges returns the source of the changes of the objects of resource (Deployments or
-// Services) over namespaces (none for all) that match labelSelector: a metadata-only watch that
-// stores nothing (metawatch.Source). Each change and deletion of an object a MyApp controls
+// Services) over namespaces (none for all) that match labelSelector: a metadata-only watch
+// through c that stores nothing (metawatch.Source). Each change and deletion of an object a MyApp controls
 // reconciles that MyApp; a creation does not, since the controller created the object itself,
 // in the reconcile that saw the result (after a restart, every MyApp's own creation event
 // reconciles it anyway).
@@ -28,11 +28,7 @@ import (
 // myapp keeps none of its Deployments and Services in memory: a reconcile reads the two it
 // needs from the API server's cache (Reconciler.getOwned). Caching them would cost most of
 // myapp's memory per MyApp (README, Performance, has the figures).
-func OwnedChanges(mgr ctrl.Manager, namespaces []string, resource schema.GroupVersionResource, labelSelector string) (source.Source, error) {
-	c, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return nil, fmt.Errorf("creating the metadata client: %w", err)
-	}
+func OwnedChanges(mgr ctrl.Manager, c metadata.Interface, namespaces []string, resource schema.GroupVersionResource, labelSelector string) source.Source {
 	cache := mgr.GetClient()
 	return &metawatch.Source{Client: c, Resource: resource, Namespaces: namespaces, LabelSelector: labelSelector,
 		Log: mgr.GetLogger().WithValues("controller", ControllerName),
@@ -52,7 +48,7 @@ func OwnedChanges(mgr ctrl.Manager, namespaces []string, resource schema.GroupVe
 				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&apps.Items[i])})
 			}
 			return requests, nil
-		}}, nil
+		}}
 }
 
 // controllerOf returns the request of the MyApp that controls obj, if one does.

@@ -461,9 +461,11 @@ func (m *Member) coordinate(ctx context.Context, lister coordinationlisters.Leas
 }
 
 // nextPlan returns the plan that should follow current, nil when current stands: the live
-// members changed (the slots stay, so that only what must move moves), or weigh is set and the
-// members' loads under current, by fresh weights, are more than 1.2 apart (new slots). weighed
-// says it weighed the namespaces.
+// members changed, or weigh is set and the members' loads under current, by fresh weights, are
+// more than 1.2 apart. A change of members keeps the slots, so that only what must move moves,
+// unless the new members' loads under them, by fresh weights, would be more than 1.2 apart (the
+// slots were cut when the namespaces held little, or for fewer members); new slots are cut
+// then. weighed says it weighed the namespaces.
 func (m *Member) nextPlan(ctx context.Context, lister coordinationlisters.LeaseNamespaceLister, current *Plan, weigh bool) (next *Plan, weighed bool, err error) {
 	others, err := m.liveOthers(lister)
 	if err != nil {
@@ -478,18 +480,26 @@ func (m *Member) nextPlan(ctx context.Context, lister coordinationlisters.LeaseN
 	if current != nil {
 		generation = current.Generation + 1
 	}
-	if current != nil && !slices.Equal(current.Members, members) {
-		return &Plan{Generation: generation, Members: members, Slots: current.Slots}, false, nil
-	}
-	if current != nil && !weigh {
+	membersChanged := current != nil && !slices.Equal(current.Members, members)
+	if current != nil && !membersChanged && !weigh {
 		return nil, false, nil
 	}
 	namespaces, err := m.cfg.Weights(ctx)
 	if err != nil {
+		if membersChanged {
+			// The members must not wait for the weighing: the slots stay.
+			m.log.Info("Weighing the namespaces failed; the shard plan keeps its slots", "error", err.Error())
+			return &Plan{Generation: generation, Members: members, Slots: current.Slots}, false, nil
+		}
 		return nil, true, fmt.Errorf("weighing the namespaces: %w", err)
 	}
-	if current != nil && !unbalanced(current, namespaces, m.cfg.Slack) {
-		return nil, true, nil
+	if current != nil {
+		if kept := (&Plan{Generation: generation, Members: members, Slots: current.Slots}); !unbalanced(kept, namespaces, m.cfg.Slack) {
+			if membersChanged {
+				return kept, true, nil
+			}
+			return nil, true, nil
+		}
 	}
 	return &Plan{Generation: generation, Members: members, Slots: Slots(namespaces, m.cfg.SlotCount)}, true, nil
 }
