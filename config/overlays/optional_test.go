@@ -51,6 +51,10 @@ func checkOptional(t *testing.T, objs []*unstructured.Unstructured, optional []s
 	for _, monitor := range kinds["ServiceMonitor"] {
 		checkServiceMonitorJob(t, objs, monitor)
 	}
+	// config/replicas: three replicas with their PodDisruptionBudget (checkReplicas checks how).
+	if listed("replicas") != (len(kinds["PodDisruptionBudget"]) == 1) {
+		t.Errorf("replicas component listed: %v, PodDisruptionBudgets: %d", listed("replicas"), len(kinds["PodDisruptionBudget"]))
+	}
 }
 
 // metricsCertPath returns the manager's --metrics-cert-path, or "".

@@ -8,7 +8,7 @@
 // ClusterRoles. In every one, no ClusterRole but the configmapwatcher's may read Secrets, each kind
 // served has its admin, editor and viewer roles for users, aggregated to the built-in roles and
 // bound to nothing (roles_test.go), and the optional components it lists (config/certmanager,
-// config/alerts, config/grafana) fit together (optional_test.go). aggregation_test.go runs the
+// config/alerts, config/grafana, config/replicas) fit together (optional_test.go). aggregation_test.go runs the
 // aggregation on an API server.
 package overlays_test
 
@@ -94,6 +94,9 @@ func TestOverlays(t *testing.T) {
 			if dir == filepath.Join("overlays", "ha") {
 				t.Run("ha", func(t *testing.T) { checkHA(t, objs) })
 			}
+			if dir == filepath.Join("overlays", "dynamic-shards") {
+				t.Run("dynamic-shards", func(t *testing.T) { checkDynamicShards(t, objs) })
+			}
 			if dir == filepath.Join("overlays", "sharded") {
 				t.Run("shards", func(t *testing.T) { checkShards(t, objs) })
 			}
@@ -134,7 +137,7 @@ func TestEveryControllerHasAComponent(t *testing.T) {
 
 // optionalComponents are the components outside config/components that an overlay may add:
 // they select no controller.
-var optionalComponents = []string{"alerts", "certmanager", "grafana", "trusted-ca", "without-admission-policies"}
+var optionalComponents = []string{"alerts", "certmanager", "grafana", "replicas", "trusted-ca", "without-admission-policies"}
 
 // listedComponents returns the names of the controller components (config/components) a
 // kustomization lists, and of the optional ones (config/certmanager, ...).
@@ -239,12 +242,19 @@ func selectedGroups(t *testing.T, objs []*unstructured.Unstructured) []string {
 }
 
 // checkRBAC checks that the ClusterRoles are the components' generated roles, rule for rule,
-// and the common ones, each bound to the manager's ServiceAccount, and nothing else is.
+// and the common ones, each bound to the manager's ServiceAccount, and nothing else is; and the
+// Roles likewise, with a shard group's where the manager has --shard-group.
 func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, components []string) {
 	wantRules := map[string][]rbacv1.PolicyRule{}
 	wantNames := append([]string{}, commonClusterRoles...)
 	wantRoles := []string{namespace + "/switchboard-leader-election"}
 	wantRoleRules := map[string][]rbacv1.PolicyRule{}
+	// A shard group's replica does with any Lease of its namespace what a member does.
+	if opts, _ := testenv.ManagerOptions(t, managerContainer(t, objs).Args); opts.ShardGroup != "" {
+		wantRoles = append(wantRoles, namespace+"/switchboard-shard-group")
+		wantRoleRules[namespace+"/switchboard-shard-group"] = []rbacv1.PolicyRule{{
+			APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: controllers.ShardGroupLeaseVerbs}}
+	}
 	for _, name := range components {
 		role, roles := readGenerated(t, name)
 		wantRules[role.Name] = role.Rules
@@ -607,8 +617,8 @@ func checkReplicas(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 		return
 	}
-	if !opts.LeaderElect {
-		t.Errorf("%d replicas without --leader-elect: every one would run every controller", replicas)
+	if !opts.LeaderElect && opts.ShardGroup == "" {
+		t.Errorf("%d replicas without --leader-elect or --shard-group: every one would run every controller", replicas)
 	}
 	pdbs := find[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")
 	if len(pdbs) != 1 {
@@ -644,6 +654,20 @@ func checkHA(t *testing.T, objs []*unstructured.Unstructured) {
 	opts, _ := testenv.ManagerOptions(t, managerContainer(t, objs).Args)
 	if !opts.LeaderElect || opts.LeaderElectScope != controllers.ScopeController {
 		t.Errorf("--leader-elect %v --leader-elect-scope %q, want a Lease per controller group", opts.LeaderElect, opts.LeaderElectScope)
+	}
+}
+
+// checkDynamicShards checks what config/overlays/dynamic-shards promises: three replicas of one
+// shard group, without leader election.
+func checkDynamicShards(t *testing.T, objs []*unstructured.Unstructured) {
+	for _, d := range find[appsv1.Deployment](t, objs, "Deployment") {
+		if d.Name == deployment && (d.Spec.Replicas == nil || *d.Spec.Replicas != 3) {
+			t.Errorf("Deployment replicas %v, want 3", d.Spec.Replicas)
+		}
+	}
+	opts, _ := testenv.ManagerOptions(t, managerContainer(t, objs).Args)
+	if opts.ShardGroup == "" || opts.LeaderElect {
+		t.Errorf("--shard-group %q --leader-elect %v, want a shard group and no leader election", opts.ShardGroup, opts.LeaderElect)
 	}
 }
 

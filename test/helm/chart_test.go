@@ -177,6 +177,7 @@ var equivalences = []struct {
 }{
 	{"default", "", kustomization{dir: "default"}},
 	{"ha", "ci/ha-values.yaml", kustomization{dir: "overlays/ha"}},
+	{"dynamic shards", "ci/dynamic-shards-values.yaml", kustomization{dir: "overlays/dynamic-shards"}},
 	{"namespaced", "ci/namespaced-values.yaml", kustomization{dir: "overlays/namespaced"}},
 	{"configmapwatcher", "ci/configmapwatcher-values.yaml", kustomization{dir: "overlays/configmapwatcher"}},
 	{"sharded", "ci/sharded-values.yaml", kustomization{dir: "overlays/sharded"}},
@@ -603,6 +604,9 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"two webhook URLs", "controllers: {configmapwatcher: {webhookUrl: 'https://hooks.example.com/x', webhookUrlSecret: {name: hook}}}", "controllers.configmapwatcher: webhookUrl and webhookUrlSecret.name are both set"},
 		{"webhookOnly without a webhook", "controllers: {configmapwatcher: {webhookOnly: true}}", "controllers.configmapwatcher.webhookOnly needs webhookUrl or webhookUrlSecret.name"},
 		{"replicas without leader election", "replicaCount: 3\nleaderElection: {enabled: false}", "replicaCount > 1 needs leaderElection.enabled"},
+		{"dynamic shards with leader election", "sharding: {dynamic: true}", "sharding.dynamic and leaderElection.enabled contradict"},
+		{"dynamic and label shards", "sharding: {dynamic: true, shards: [shard1]}\nleaderElection: {enabled: false}", "sharding.dynamic and sharding.shards contradict"},
+		{"dynamic shards that are no boolean", "sharding: {dynamic: yes please}", "at '/sharding/dynamic'"},
 		{"a Lease per controller without leader election", "leaderElection: {enabled: false, scope: controller}", "leaderElection.scope=controller needs leaderElection.enabled"},
 		{"two certificates", "metrics: {certificate: {certManager: {enabled: true}, secretName: mine}}", "metrics.certificate: certManager.enabled and secretName are both set"},
 		{"two trusted CAs", "trustedCA: {configMapName: corp-ca, secretName: corp-ca}", "trustedCA: configMapName and secretName are both set"},
