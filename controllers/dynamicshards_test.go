@@ -22,6 +22,7 @@ import (
 // its namespaces, and a namespace created later is reconciled too. The same whether the API
 // server filters by shard or ignores the selectors (then each replica filters what it gets).
 func TestShardGroupSplitsTheNamespaces(t *testing.T) {
+	t.Parallel()
 	for _, gate := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ShardedListAndWatch=%t", gate), func(t *testing.T) { shardGroupSplitsTheNamespaces(t, gate) })
 	}
@@ -112,6 +113,7 @@ func shardGroupSplitsTheNamespaces(t *testing.T, gate bool) {
 // the namespace; when one replica stops, the other takes its namespaces, and its watches start
 // over without rolling anything; the next change rolls each Deployment once again.
 func TestShardGroupRollsEachWorkloadOnce(t *testing.T) {
+	t.Parallel()
 	own := testenv.StartForTest(t, "feature-gates=ShardedListAndWatch=true")
 	ctx := t.Context()
 	var namespaces []string
