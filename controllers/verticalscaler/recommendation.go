@@ -2,7 +2,6 @@ package verticalscaler
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -127,8 +126,8 @@ func recommend(spec *v1alpha1.VerticalScalerSpec, target string, containers []co
 
 // scaledLimit returns the limit that keeps limit/request when the request becomes target:
 // limit × target / request, rounded up to the resource's unit (millicores for CPU, bytes
-// otherwise). A request of zero has no ratio to keep: the limit stays, raised to the target so
-// that the request never exceeds it.
+// otherwise; scaleInProportion). A request of zero has no ratio to keep: the limit stays,
+// raised to the target so that the request never exceeds it.
 func scaledLimit(name corev1.ResourceName, limit, request, target resource.Quantity) resource.Quantity {
 	if request.Sign() <= 0 {
 		if limit.Cmp(target) < 0 {
@@ -136,11 +135,7 @@ func scaledLimit(name corev1.ResourceName, limit, request, target resource.Quant
 		}
 		return limit.DeepCopy()
 	}
-	ratio := limit.AsApproximateFloat64() / request.AsApproximateFloat64()
-	if name == corev1.ResourceCPU {
-		return *resource.NewMilliQuantity(int64(math.Ceil(float64(target.MilliValue())*ratio-1e-9)), resource.DecimalSI)
-	}
-	return *resource.NewQuantity(int64(math.Ceil(float64(target.Value())*ratio-1e-9)), target.Format)
+	return scaleInProportion(name, limit, request, target, true)
 }
 
 // desiredResources returns the requests (and, for RequestsAndLimits, limits) of the controlled

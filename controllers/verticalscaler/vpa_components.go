@@ -7,12 +7,11 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	vpav1 "github.com/example/switchboard/apis/vpa/v1"
+	"github.com/example/switchboard/controllers/verticalscaler/recommender"
 )
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get,resourceNames=vpa-webhook-config
@@ -45,28 +44,19 @@ func vpaComponentsRunning(ctx context.Context, reader client.Reader, namespaces 
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
+	// In pages, as the look is made every minute and stops at the first fresh checkpoint.
+	// Without the VPA CRDs there are none: no VPA recommender writes anything.
+	running := ""
 	for _, ns := range namespaces {
-		// In pages, as the look is made every minute and stops at the first fresh checkpoint.
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(vpav1.GroupVersion.WithKind(vpav1.CheckpointKind + "List"))
-		for page := true; page; page = list.GetContinue() != "" {
-			if err := reader.List(ctx, list, client.InNamespace(ns), client.Limit(checkpointPage), client.Continue(list.GetContinue())); err != nil {
-				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-					// No VPA CRDs: no VPA recommender writes anything.
-					return "", nil
-				}
-				return "", fmt.Errorf("listing VerticalPodAutoscalerCheckpoints: %w", err)
-			}
-			if running := freshCheckpoint(list.Items, now); running != "" {
-				return running, nil
-			}
+		if err := recommender.EachVPACheckpointPage(ctx, reader, ns, func(page []unstructured.Unstructured) bool {
+			running = freshCheckpoint(page, now)
+			return running != ""
+		}); err != nil || running != "" {
+			return running, err
 		}
 	}
 	return "", nil
 }
-
-// checkpointPage is how many VerticalPodAutoscalerCheckpoints one request of the look lists.
-const checkpointPage = 500
 
 // freshCheckpoint says that the VPA's recommender runs if one of checkpoints was written less
 // than vpaRecommenderActiveWithin before now; "" otherwise.

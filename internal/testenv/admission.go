@@ -47,7 +47,11 @@ func (e *Env) BindFinalizerPolicy(t testing.TB, ns string) func() {
 func (e *Env) BindAdmissionPolicy(t testing.TB, file, ns string, ready func(context.Context) error) func() {
 	t.Helper()
 	ctx := context.Background()
-	policy, binding, err := admissionPolicy(file)
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, binding, err := ReadAdmissionPolicy(filepath.Join(root, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,19 +101,16 @@ func FinalizerSetAtCreation(ctx context.Context, c client.Client, ns string) err
 	return nil
 }
 
-// admissionPolicy reads the policy and its binding from file, relative to the module root.
-func admissionPolicy(file string) (policy, binding *unstructured.Unstructured, err error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return nil, nil, err
-	}
-	data, err := os.ReadFile(filepath.Join(root, file))
+// ReadAdmissionPolicy reads a MutatingAdmissionPolicy and its binding from the file at path, as
+// a component of config/ holds them.
+func ReadAdmissionPolicy(path string) (policy, binding *unstructured.Unstructured, err error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	objs, err := manifests.Decode(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", file, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	for _, obj := range objs {
 		switch obj.GetKind() {
@@ -120,7 +121,7 @@ func admissionPolicy(file string) (policy, binding *unstructured.Unstructured, e
 		}
 	}
 	if policy == nil || binding == nil {
-		return nil, nil, fmt.Errorf("%s holds no MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding", file)
+		return nil, nil, fmt.Errorf("%s holds no MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding", path)
 	}
 	return policy, binding, nil
 }

@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/example/switchboard/internal/manifests"
+	"github.com/example/switchboard/internal/testenv"
 )
 
 // installPodResourcesPolicy creates the verticalscaler component's MutatingAdmissionPolicy and
@@ -16,17 +15,13 @@ import (
 // policy is what sizes the Pods that replace evicted ones, as the VPA's admission controller
 // does, and what the admission-controller suite's specs check.
 func installPodResourcesPolicy(ctx context.Context, c client.Client, file string) error {
-	data, err := os.ReadFile(file)
+	policy, binding, err := testenv.ReadAdmissionPolicy(file)
 	if err != nil {
 		return err
 	}
-	objs, err := manifests.Decode(data)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", file, err)
-	}
-	for _, obj := range objs {
+	for _, obj := range []client.Object{policy, binding} {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("installing %s %s of %s: %w", obj.GetKind(), obj.GetName(), file, err)
+			return fmt.Errorf("installing %s %s of %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), file, err)
 		}
 	}
 	return nil

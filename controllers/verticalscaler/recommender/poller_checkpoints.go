@@ -211,24 +211,23 @@ func (p *UsageProducer) readVPACheckpoints(ctx context.Context, vs *v1alpha1.Ver
 	if owner == nil || owner.Kind != vpav1.Kind || owner.APIVersion != vpav1.GroupVersion.String() {
 		return nil, time.Time{}, nil
 	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(vpav1.GroupVersion.WithKind(vpav1.CheckpointKind + "List"))
+	var checkpoints []unstructured.Unstructured
 	readCtx, cancel := context.WithTimeout(ctx, p.readTimeout())
 	defer cancel()
-	if err := p.CheckpointReader.List(readCtx, list, client.InNamespace(vs.Namespace)); err != nil {
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return nil, time.Time{}, nil
-		}
-		return nil, time.Time{}, fmt.Errorf("listing the VerticalPodAutoscalerCheckpoints of namespace %s: %w", vs.Namespace, err)
+	if err := EachVPACheckpointPage(readCtx, p.CheckpointReader, vs.Namespace, func(page []unstructured.Unstructured) bool {
+		checkpoints = append(checkpoints, page...)
+		return false
+	}); err != nil {
+		return nil, time.Time{}, err
 	}
 	h := &targetHistory{containers: map[string]*ContainerHistory{}}
 	var newest time.Time
-	for i := range list.Items {
+	for i := range checkpoints {
 		var cp struct {
 			Spec   vpav1.CheckpointSpec   `json:"spec"`
 			Status vpav1.CheckpointStatus `json:"status"`
 		}
-		err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &cp)
+		err := runtime.DefaultUnstructuredConverter.FromUnstructured(checkpoints[i].Object, &cp)
 		if err == nil && cp.Spec.VPAObjectName != owner.Name {
 			continue
 		}
@@ -244,10 +243,10 @@ func (p *UsageProducer) readVPACheckpoints(ctx context.Context, vs *v1alpha1.Ver
 		}
 		if err != nil {
 			logf.FromContext(ctx).Error(err, "Reading a VPA checkpoint failed; that container's usage history starts over",
-				"VerticalPodAutoscalerCheckpoint", client.ObjectKeyFromObject(&list.Items[i]))
+				"VerticalPodAutoscalerCheckpoint", client.ObjectKeyFromObject(&checkpoints[i]))
 			if p.Recorder != nil {
 				p.Recorder.Eventf(vs, nil, corev1.EventTypeWarning, v1alpha1.ReasonCheckpointInvalid, "ReadCheckpoint",
-					"The usage history in VerticalPodAutoscalerCheckpoint %s cannot be read, so that container's history starts over: %v", list.Items[i].GetName(), err)
+					"The usage history in VerticalPodAutoscalerCheckpoint %s cannot be read, so that container's history starts over: %v", checkpoints[i].GetName(), err)
 			}
 			continue
 		}
@@ -262,6 +261,29 @@ func (p *UsageProducer) readVPACheckpoints(ctx context.Context, vs *v1alpha1.Ver
 	logf.FromContext(ctx).Info("Read usage history from the VerticalPodAutoscaler's checkpoints", "VerticalScaler", client.ObjectKeyFromObject(vs),
 		"containers", len(h.containers), "written", newest)
 	return h, newest, nil
+}
+
+// vpaCheckpointPage is how many VerticalPodAutoscalerCheckpoints one request lists.
+const vpaCheckpointPage = 500
+
+// EachVPACheckpointPage lists the VerticalPodAutoscalerCheckpoints of namespace ("" for every
+// namespace) through reader, in pages, and calls page with each until it returns true. Where
+// the API server serves no VPA CRDs there are none: page is not called, and the error is nil.
+func EachVPACheckpointPage(ctx context.Context, reader client.Reader, namespace string, page func([]unstructured.Unstructured) (done bool)) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(vpav1.GroupVersion.WithKind(vpav1.CheckpointKind + "List"))
+	for more := true; more; more = list.GetContinue() != "" {
+		if err := reader.List(ctx, list, client.InNamespace(namespace), client.Limit(vpaCheckpointPage), client.Continue(list.GetContinue())); err != nil {
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("listing the VerticalPodAutoscalerCheckpoints of %s: %w", cmp.Or(namespace, "every namespace"), err)
+		}
+		if page(list.Items) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // checkpointCandidate is a VerticalScaler whose checkpoint is due, its target's history, and
