@@ -58,9 +58,17 @@ type dynamicShards struct {
 	filter *shards.Filter
 	gate   *shards.Gate
 	member *shards.Member
-	// namespaced says whether a kind is namespaced: only those are filtered (the API server
-	// would hash a cluster-scoped object's empty namespace).
-	namespaced func(obj runtime.Object) bool
+	// scheme and mapper tell the kinds apart: only namespaced ones are filtered (the API
+	// server would hash a cluster-scoped object's empty namespace).
+	scheme *runtime.Scheme
+	mapper meta.RESTMapper
+}
+
+// namespaced says whether the kind gvk is namespaced; a kind the mapper does not know is not
+// filtered.
+func (d *dynamicShards) namespaced(gvk schema.GroupVersionKind) bool {
+	mapping, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
 }
 
 // prepareDynamicShards readies the replica's membership of --shard-group: it asks the API
@@ -126,21 +134,14 @@ func (o *Options) prepareDynamicShards(ctx context.Context, cfg *rest.Config, se
 	if err != nil {
 		return nil, err
 	}
-	o.dynamic = &dynamicShards{filter: filter, gate: gate, member: member, namespaced: func(obj runtime.Object) bool {
-		gvk, err := apiutil.GVKForObject(obj, scheme)
-		if err != nil {
-			return false
-		}
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		return err == nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
-	}}
+	o.dynamic = &dynamicShards{filter: filter, gate: gate, member: member, scheme: scheme, mapper: mapper}
 	return member, nil
 }
 
 // newInformer is the cache's informer constructor under dynamic shards: the lists and watches
 // of every namespaced kind go through the replica's Filter.
 func (d *dynamicShards) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	if d.namespaced(obj) {
+	if gvk, err := apiutil.GVKForObject(obj, d.scheme); err == nil && d.namespaced(gvk) {
 		lw = d.filter.ListerWatcher(lw)
 	}
 	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
@@ -158,14 +159,10 @@ func (o *Options) metadataClient(mgr ctrl.Manager) (metadata.Interface, error) {
 	if o.dynamic == nil {
 		return c, nil
 	}
-	mapper := mgr.GetRESTMapper()
-	return o.dynamic.filter.MetadataClient(c, func(resource schema.GroupVersionResource) bool {
-		gvk, err := mapper.KindFor(resource)
-		if err != nil {
-			return false
-		}
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		return err == nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	d := o.dynamic
+	return d.filter.MetadataClient(c, func(resource schema.GroupVersionResource) bool {
+		gvk, err := d.mapper.KindFor(resource)
+		return err == nil && d.namespaced(gvk)
 	}), nil
 }
 

@@ -484,22 +484,25 @@ func (m *Member) nextPlan(ctx context.Context, lister coordinationlisters.LeaseN
 	if current != nil && !membersChanged && !weigh {
 		return nil, false, nil
 	}
+	// kept is the next plan over the current slots.
+	var kept *Plan
+	if current != nil {
+		kept = &Plan{Generation: generation, Members: members, Slots: current.Slots}
+	}
 	namespaces, err := m.cfg.Weights(ctx)
 	if err != nil {
 		if membersChanged {
 			// The members must not wait for the weighing: the slots stay.
 			m.log.Info("Weighing the namespaces failed; the shard plan keeps its slots", "error", err.Error())
-			return &Plan{Generation: generation, Members: members, Slots: current.Slots}, false, nil
+			return kept, false, nil
 		}
 		return nil, true, fmt.Errorf("weighing the namespaces: %w", err)
 	}
-	if current != nil {
-		if kept := (&Plan{Generation: generation, Members: members, Slots: current.Slots}); !unbalanced(kept, namespaces, m.cfg.Slack) {
-			if membersChanged {
-				return kept, true, nil
-			}
-			return nil, true, nil
+	if kept != nil && !unbalanced(kept, namespaces, m.cfg.Slack) {
+		if membersChanged {
+			return kept, true, nil
 		}
+		return nil, true, nil
 	}
 	return &Plan{Generation: generation, Members: members, Slots: Slots(namespaces, m.cfg.SlotCount)}, true, nil
 }

@@ -32,19 +32,18 @@ func (m *filteredMetadata) Resource(resource schema.GroupVersionResource) metada
 	if !m.namespaced(resource) {
 		return next
 	}
-	return &filteredGetter{filteredResource: newFilteredResource(m.filter, next), next: next, filter: m.filter}
+	return &filteredGetter{filteredResource: newFilteredResource(m.filter, next), next: next}
 }
 
 // filteredGetter is a filtered resource over every namespace, which gives filtered resources
 // of one namespace.
 type filteredGetter struct {
 	*filteredResource
-	next   metadata.Getter
-	filter *Filter
+	next metadata.Getter
 }
 
 func (g *filteredGetter) Namespace(namespace string) metadata.ResourceInterface {
-	return newFilteredResource(g.filter, g.next.Namespace(namespace))
+	return newFilteredResource(g.lw.filter, g.next.Namespace(namespace))
 }
 
 // filteredResource lists and watches through the Filter.
