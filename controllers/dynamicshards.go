@@ -10,10 +10,12 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -34,7 +36,8 @@ const (
 	shardSlots = 64
 	// shardSlack is Assign's bound over the average load.
 	shardSlack = 0.05
-	// weightPage is how many objects one request of the weighing lists.
+	// weightPage is how many objects one request of the weighing lists, where the API server
+	// does not stream lists.
 	weightPage = 500
 )
 
@@ -117,7 +120,7 @@ func (o *Options) prepareDynamicShards(ctx context.Context, cfg *rest.Config, se
 		return nil, err
 	}
 	scheme := NewScheme()
-	reader, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
+	reader, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return nil, err
 	}
@@ -147,11 +150,11 @@ func (d *dynamicShards) newInformer(lw toolscache.ListerWatcher, obj runtime.Obj
 	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 }
 
-// metadataClient returns a metadata-only client of mgr's API server for the controllers'
+// newMetadataClient returns a metadata-only client of mgr's API server for the controllers'
 // uncached watches (package metawatch): under --shard-group, the lists and watches of its
 // namespaced resources carry this replica's shard selector and are filtered by its ranges, as
 // the cache's are.
-func (o *Options) metadataClient(mgr ctrl.Manager) (metadata.Interface, error) {
+func (o *Options) newMetadataClient(mgr ctrl.Manager) (metadata.Interface, error) {
 	c, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("creating the metadata client: %w", err)
@@ -187,10 +190,10 @@ func (o *Options) weighingScope() ([]*client.ListOptions, error) {
 	return scope, nil
 }
 
-// weighNamespaces counts, by namespace, the objects of the controllers' primary kinds, listed
-// metadata-only in pages in each of scope (each a namespace, or every one, with the manager's
-// label selector): what a replica's share costs it.
-func weighNamespaces(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, controllers []Controller, scope []*client.ListOptions) ([]shards.Namespace, error) {
+// weighNamespaces counts, by namespace, the objects of the controllers' primary kinds, metadata
+// only, in each of scope (each a namespace, or every one, with the manager's label selector):
+// what a replica's share costs it.
+func weighNamespaces(ctx context.Context, reader client.WithWatch, scheme *runtime.Scheme, controllers []Controller, scope []*client.ListOptions) ([]shards.Namespace, error) {
 	counts := map[string]int{}
 	seen := map[string]bool{}
 	for _, c := range controllers {
@@ -215,13 +218,30 @@ func weighNamespaces(ctx context.Context, reader client.Reader, scheme *runtime.
 	return out, nil
 }
 
-// countByNamespace adds to counts the objects of kind gvk in scope, by namespace, listed
-// metadata-only in pages. A kind the API server does not serve (an optional CRD) counts none.
-func countByNamespace(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, scope *client.ListOptions, counts map[string]int) error {
+// countByNamespace adds to counts the objects of kind gvk in scope, by namespace, metadata
+// only. It streams them (a watch that sends the objects there are, then a bookmark: the API
+// server's WatchList, on by default since Kubernetes 1.34), so that one object at a time is in
+// memory: the weighing runs every --shard-rebalance-interval, and a page of a list held while
+// the garbage collector runs counted in the heap of the replica that weighs. Where the API
+// server refuses the stream, or ends it before the bookmark, it lists them in pages. A kind
+// the API server does not serve (an optional CRD) counts none.
+func countByNamespace(ctx context.Context, c client.WithWatch, gvk schema.GroupVersionKind, scope *client.ListOptions, counts map[string]int) error {
+	streamed, err := streamCountByNamespace(ctx, c, gvk, scope)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil
+	case err == nil:
+		for namespace, n := range streamed {
+			counts[namespace] += n
+		}
+		return nil
+	case !errors.Is(err, errNoStream):
+		return fmt.Errorf("counting the %s of each namespace: %w", gvk.Kind, err)
+	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	for page := true; page; page = list.Continue != "" {
-		if err := reader.List(ctx, list, scope, client.Limit(weightPage), client.Continue(list.Continue)); err != nil {
+		if err := c.List(ctx, list, scope, client.Limit(weightPage), client.Continue(list.Continue)); err != nil {
 			if meta.IsNoMatchError(err) {
 				return nil
 			}
@@ -232,6 +252,55 @@ func countByNamespace(ctx context.Context, reader client.Reader, gvk schema.Grou
 		}
 	}
 	return nil
+}
+
+// errNoStream is a streamed count the API server would not give: count with a list instead.
+var errNoStream = errors.New("the API server does not stream lists")
+
+// weightStreamTimeout bounds a streamed count: the API server ends the watch after it, so that
+// a server that sends the objects but never the bookmark that closes them is counted by a list.
+const weightStreamTimeout = 5 * time.Minute
+
+// streamCountByNamespace counts the objects of kind gvk in scope by namespace through a watch
+// that sends the objects there are first, and ends with the bookmark after them.
+func streamCountByNamespace(ctx context.Context, c client.WithWatch, gvk schema.GroupVersionKind, scope *client.ListOptions) (map[string]int, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	opts := *scope
+	opts.Raw = &metav1.ListOptions{SendInitialEvents: new(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks: true, TimeoutSeconds: new(int64(weightStreamTimeout.Seconds()))}
+	w, err := c.Watch(ctx, list, &opts)
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		// An API server with WatchList off refuses sendInitialEvents.
+		return nil, fmt.Errorf("%w: %w", errNoStream, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	counts := map[string]int{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case event, open := <-w.ResultChan():
+			if !open {
+				return nil, fmt.Errorf("%w: the watch ended before the bookmark after its objects", errNoStream)
+			}
+			switch event.Type {
+			case watch.Added:
+				if obj, ok := event.Object.(client.Object); ok {
+					counts[obj.GetNamespace()]++
+				}
+			case watch.Bookmark:
+				if obj, ok := event.Object.(client.Object); ok && obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					return counts, nil
+				}
+			case watch.Error:
+				return nil, apierrors.FromObject(event.Object)
+			}
+		}
+	}
 }
 
 // validateShardGroup refuses what --shard-group cannot go with.

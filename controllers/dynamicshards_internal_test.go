@@ -1,14 +1,19 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/example/switchboard/apis/v1alpha1"
 	"github.com/example/switchboard/controllers/internal/shards"
@@ -28,7 +33,12 @@ func TestWeighNamespacesInTheManagersScope(t *testing.T) {
 	add("shop", 2, map[string]string{"team": "blue"})
 	add("blog", 3, map[string]string{"team": "blue"})
 	add("wiki", 4, map[string]string{"team": "blue"})
-	reader := fake.NewClientBuilder().WithScheme(NewScheme()).WithRuntimeObjects(objs...).Build()
+	// The fake client cannot stream a list: it refuses, as an API server with WatchList off
+	// does, and the weighing lists in pages (TestWeighingStreamsTheObjects streams).
+	reader := interceptor.NewClient(fake.NewClientBuilder().WithScheme(NewScheme()).WithRuntimeObjects(objs...).Build(), interceptor.Funcs{
+		Watch: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+			return nil, apierrors.NewBadRequest("sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled")
+		}})
 	myapp := []Controller{{Name: "myapp", For: &v1alpha1.MyApp{}}}
 	for _, tc := range []struct {
 		name  string

@@ -26,6 +26,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
@@ -121,6 +122,9 @@ type Options struct {
 	missingAPIs apifeatures.Missing
 	// dynamic is this replica's part in --shard-group, made by Prepare; nil without it.
 	dynamic *dynamicShards
+	// metadata is the client of every uncached, metadata-only watch of the controllers, made
+	// by Wire before it builds them.
+	metadata metadata.Interface
 }
 
 // MissingAPIs are the optional APIs the API server does not serve, as Prepare found them for

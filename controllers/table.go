@@ -387,11 +387,7 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 	watch := func(kind podrefs.SourceKind) Watch {
 		return Watch{Object: metadataOnly(corev1.SchemeGroupVersion.WithKind(string(kind))), How: Uncached,
 			Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
-				settings, err := configMapWatcherSettings(mgr, o, flags)
-				if err != nil {
-					return nil, err
-				}
-				return configmapwatcher.Changes(shared, mgr, namespaces, kind, k, settings)
+				return configmapwatcher.Changes(shared, mgr, namespaces, kind, k, configMapWatcherSettings(o, flags))
 			}}
 	}
 	// With --enable-csi-integration and the Secrets Store CSI driver's CRD: its
@@ -399,11 +395,7 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 	// shares (not named in the cache's options, so that the CRD need not be installed).
 	providerStatuses := Watch{Object: configmapwatcher.ProviderStatusObject(), How: OptionalInformer,
 		Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
-			settings, err := configMapWatcherSettings(mgr, o, flags)
-			if err != nil {
-				return nil, err
-			}
-			return configmapwatcher.ProviderClassChanges(shared, mgr, namespaces, k, settings)
+			return configmapwatcher.ProviderClassChanges(shared, mgr, namespaces, k, configMapWatcherSettings(o, flags))
 		}}
 	return Controller{
 		Name:             k.ControllerName,
@@ -431,22 +423,17 @@ func configMapWatcherRow[T client.Object](shared *configmapwatcher.Shared, flags
 			if err != nil {
 				return nil, err
 			}
-			settings, err := configMapWatcherSettings(mgr, o, flags)
-			if err != nil {
-				return nil, err
-			}
-			return configmapwatcher.NewReconciler(shared, mgr, slices.Sorted(maps.Keys(namespaces)), k, settings)
+			return configmapwatcher.NewReconciler(shared, mgr, slices.Sorted(maps.Keys(namespaces)), k, configMapWatcherSettings(o, flags))
 		},
 	}
 }
 
 // configMapWatcherSettings are the configmapwatcher's settings from its flags and the
 // manager's, with the metadata client of its uncached watches.
-func configMapWatcherSettings(mgr ctrl.Manager, o *Options, flags *configmapwatcher.Options) (configmapwatcher.Settings, error) {
+func configMapWatcherSettings(o *Options, flags *configmapwatcher.Options) configmapwatcher.Settings {
 	settings := flags.Settings(o.managerNamespace())
-	var err error
-	settings.Metadata, err = o.metadataClient(mgr)
-	return settings, err
+	settings.Metadata = o.metadata
+	return settings
 }
 
 // ownedWatch is myapp's watch of the objects of kind gvk that MyApps control: metadata only,
@@ -455,11 +442,7 @@ func ownedWatch(gvk schema.GroupVersionKind) Watch {
 	resource := gvk.GroupVersion().WithResource(strings.ToLower(gvk.Kind) + "s")
 	return Watch{Object: metadataOnly(gvk), How: Uncached,
 		Source: func(mgr ctrl.Manager, namespaces []string, o *Options) (source.Source, error) {
-			c, err := o.metadataClient(mgr)
-			if err != nil {
-				return nil, err
-			}
-			return myapp.OwnedChanges(mgr, c, namespaces, resource, o.WatchLabelSelector), nil
+			return myapp.OwnedChanges(mgr, o.metadata, namespaces, resource, o.WatchLabelSelector), nil
 		}}
 }
 

@@ -49,6 +49,11 @@ func Wire(ctx context.Context, mgr ctrl.Manager, sel Selection, o *Options) erro
 	if err := addIndexes(ctx, mgr, sel.Controllers); err != nil {
 		return err
 	}
+	metadataClient, err := o.newMetadataClient(mgr)
+	if err != nil {
+		return err
+	}
+	o.metadata = metadataClient
 	registry, err := sources.NewRegistry(o.SourceBufferSize, metrics.Registry)
 	if err != nil {
 		return err
