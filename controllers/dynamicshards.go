@@ -221,8 +221,8 @@ func weighNamespaces(ctx context.Context, reader client.WithWatch, scheme *runti
 // countByNamespace adds to counts the objects of kind gvk in scope, by namespace, metadata
 // only. It streams them (a watch that sends the objects there are, then a bookmark: the API
 // server's WatchList, on by default since Kubernetes 1.34), so that one object at a time is in
-// memory: the weighing runs every --shard-rebalance-interval, and a page of a list held while
-// the garbage collector runs counted in the heap of the replica that weighs. Where the API
+// memory: the weighing runs every --shard-rebalance-interval, and a page of a list, in hand
+// whenever the garbage collector ran, counted in the heap of the replica that weighs. Where the API
 // server refuses the stream, or ends it before the bookmark, it lists them in pages. A kind
 // the API server does not serve (an optional CRD) counts none.
 func countByNamespace(ctx context.Context, c client.WithWatch, gvk schema.GroupVersionKind, scope *client.ListOptions, counts map[string]int) error {
@@ -270,12 +270,8 @@ func streamCountByNamespace(ctx context.Context, c client.WithWatch, gvk schema.
 	opts.Raw = &metav1.ListOptions{SendInitialEvents: new(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowWatchBookmarks: true, TimeoutSeconds: new(int64(weightStreamTimeout.Seconds()))}
 	w, err := c.Watch(ctx, list, &opts)
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-		// An API server with WatchList off refuses sendInitialEvents.
-		return nil, fmt.Errorf("%w: %w", errNoStream, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, refusedStream(err)
 	}
 	defer w.Stop()
 	counts := map[string]int{}
@@ -297,10 +293,19 @@ func streamCountByNamespace(ctx context.Context, c client.WithWatch, gvk schema.
 					return counts, nil
 				}
 			case watch.Error:
-				return nil, apierrors.FromObject(event.Object)
+				return nil, refusedStream(apierrors.FromObject(event.Object))
 			}
 		}
 	}
+}
+
+// refusedStream marks err as errNoStream when it is how an API server with WatchList off
+// refuses sendInitialEvents.
+func refusedStream(err error) error {
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return fmt.Errorf("%w: %w", errNoStream, err)
+	}
+	return err
 }
 
 // validateShardGroup refuses what --shard-group cannot go with.

@@ -20,8 +20,8 @@ import (
 
 // TestWeighingStreamsTheObjects: a shard group weighs its namespaces through a streamed list
 // (the API server's WatchList: one object in memory at a time), never a list; where the API
-// server refuses the stream, or ends it before the bookmark after the objects, through pages of
-// a list. Each way counts the same, in a namespace and with a label selector.
+// server refuses the stream (at once or in an error event), or ends it before the bookmark after
+// the objects, through pages of a list. Each way counts the same, in a namespace and with a label selector.
 func TestWeighingStreamsTheObjects(t *testing.T) {
 	t.Parallel()
 	shop, blog := env.Namespace(t, "weigh-shop-"), env.Namespace(t, "weigh-blog-")
@@ -52,6 +52,12 @@ func TestWeighingStreamsTheObjects(t *testing.T) {
 		}}),
 		"unfinished stream, paged": interceptor.NewClient(c, interceptor.Funcs{Watch: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 			return watch.NewEmptyWatch(), nil
+		}}),
+		"stream refused by an error event, paged": interceptor.NewClient(c, interceptor.Funcs{Watch: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+			events := make(chan watch.Event, 1)
+			status := apierrors.NewBadRequest("sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled").Status()
+			events <- watch.Event{Type: watch.Error, Object: &status}
+			return watch.NewProxyWatcher(events), nil
 		}}),
 	}
 	blue := labels.SelectorFromSet(labels.Set{"team": "blue"})
