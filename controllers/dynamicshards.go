@@ -238,8 +238,7 @@ func countByNamespace(ctx context.Context, c client.WithWatch, gvk schema.GroupV
 	case !errors.Is(err, errNoStream):
 		return fmt.Errorf("counting the %s of each namespace: %w", gvk.Kind, err)
 	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	list := metadataListOf(gvk)
 	for page := true; page; page = list.Continue != "" {
 		if err := c.List(ctx, list, scope, client.Limit(weightPage), client.Continue(list.Continue)); err != nil {
 			if meta.IsNoMatchError(err) {
@@ -254,6 +253,13 @@ func countByNamespace(ctx context.Context, c client.WithWatch, gvk schema.GroupV
 	return nil
 }
 
+// metadataListOf returns an empty metadata-only list of kind gvk.
+func metadataListOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return list
+}
+
 // errNoStream is a streamed count the API server would not give: count with a list instead.
 var errNoStream = errors.New("the API server does not stream lists")
 
@@ -264,8 +270,7 @@ const weightStreamTimeout = 5 * time.Minute
 // streamCountByNamespace counts the objects of kind gvk in scope by namespace through a watch
 // that sends the objects there are first, and ends with the bookmark after them.
 func streamCountByNamespace(ctx context.Context, c client.WithWatch, gvk schema.GroupVersionKind, scope *client.ListOptions) (map[string]int, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	list := metadataListOf(gvk)
 	opts := *scope
 	opts.Raw = &metav1.ListOptions{SendInitialEvents: new(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowWatchBookmarks: true, TimeoutSeconds: new(int64(weightStreamTimeout.Seconds()))}
